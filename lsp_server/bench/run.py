@@ -1,0 +1,171 @@
+"""Plain greedy target vs Tandem on the same prompts, alternating in one run, per category."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..engine import Engine, GenerationRequest
+from ..engine.speculative import Generation
+from ..pipeline import Pipeline
+from .chart import speedup_svg
+from .fixtures import CATEGORIES, Case, default_root, load_cases
+
+NEAR_TIE = 0.5   # top-2 logit gap under which a divergence is a numerics near-tie, not a bug
+
+
+@dataclass
+class Tally:
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, g: Generation) -> None:
+        self.tokens += len(g.tokens)
+        self.seconds += g.gen_s
+
+    @property
+    def tok_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+
+@dataclass
+class CategoryResult:
+    category: str
+    base: Tally = field(default_factory=Tally)
+    spec: Tally = field(default_factory=Tally)
+    model: Tally = field(default_factory=Tally)
+    drafted: dict = field(default_factory=dict)     # drafter -> [drafted, accepted]
+    prompts: int = 0
+    identical: int = 0
+    divergences: list = field(default_factory=list)
+    prompt_tokens: int = 0
+
+
+def _request(prompt, case: Case, max_tokens: int, **kw) -> GenerationRequest:
+    prefix = case.document.text[:case.document.offset(case.line, case.col)]
+    return GenerationRequest(prompt.tokens, max_tokens=max_tokens, stop=prompt.stop,
+                             language=case.document.language, left_text=prefix, **kw)
+
+
+def _divergence(engine: Engine, prompt, case, max_tokens, base: Generation, spec: Generation) -> dict:
+    i = next((k for k, (a, b) in enumerate(zip(base.tokens, spec.tokens)) if a != b),
+             min(len(base.tokens), len(spec.tokens)))
+    # margins are recorded in an extra, untimed plain run so the timed runs carry no extra work
+    ref = engine.generate(_request(prompt, case, max_tokens, speculative=False, record_margins=True))
+    gap = ref.margins[i] if i < len(ref.margins) else None
+    return {"file": f"{case.category}/{case.name}", "token_index": i, "top2_gap": gap,
+            "near_tie": gap is not None and gap < NEAR_TIE,
+            "plain": engine.target.detokenize(base.tokens[i:i + 4]),
+            "speculative": engine.target.detokenize(spec.tokens[i:i + 4])}
+
+
+def run_bench(engine: Engine, args) -> list[dict]:
+    root = Path(args.fixtures) if args.fixtures else default_root()
+    cats = [c.strip() for c in args.categories.split(",")] if args.categories else None
+    cases = load_cases(root, cats, args.limit)
+    pipe = Pipeline(engine)
+    results: dict[str, CategoryResult] = {}
+    with_model = args.with_model_draft and engine.draft is not None
+    log = lambda s: print(s, file=sys.stderr, flush=True)
+    log(f"bench: {len(cases)} prompts, plain vs tandem{' vs fixed model draft' if with_model else ''}, "
+        f"{args.max_tokens} tokens max, {args.repeat} repetition(s)")
+    t_start = time.perf_counter()
+    # warm-up: the first decode of a process pays for page faults and thread start
+    warm, _, _ = pipe.prompt_for(cases[0].document, cases[0].line, cases[0].col)
+    engine.generate(_request(warm, cases[0], 8, speculative=False))
+    for n, case in enumerate(cases, 1):
+        prompt, _, _ = pipe.prompt_for(case.document, case.line, case.col)
+        r = results.setdefault(case.category, CategoryResult(case.category))
+        r.prompts += 1
+        r.prompt_tokens += len(prompt.tokens)
+        # prompt evaluation is not part of generation speed (as in the article's table): done untimed, for
+        # the draft model too where it may be used, as the server's warm-up does while the user types
+        engine.prewarm(prompt.tokens, draft=with_model)
+        same = True
+        for _ in range(args.repeat):
+            base = engine.generate(_request(prompt, case, args.max_tokens, speculative=False))
+            spec = engine.generate(_request(prompt, case, args.max_tokens, speculative=True))
+            r.base.add(base)
+            r.spec.add(spec)
+            for k, c in spec.drafters.items():
+                d = r.drafted.setdefault(k, [0, 0])
+                d[0] += c.drafted
+                d[1] += c.accepted
+            # the output is the text: tokens past a stop string are generated but never shown
+            same = same and base.text == spec.text
+            if with_model:
+                r.model.add(engine.generate(_request(prompt, case, args.max_tokens, speculative=True,
+                                                     fixed_model_draft=3)))
+        if same:
+            r.identical += 1
+        else:
+            r.divergences.append(_divergence(engine, prompt, case, args.max_tokens, base, spec))
+        used = ", ".join(f"{k} {c.accepted}/{c.drafted}" for k, c in spec.drafters.items()) or "no drafts"
+        log(f"[{n}/{len(cases)}] {case.category}/{case.name}: {len(base.tokens)} tokens, "
+            f"plain {base.tok_s:.1f} tok/s, tandem {spec.tok_s:.1f} tok/s ({used}, {spec.steps} steps, "
+            f"{spec.near_ties} near-ties re-decoded){'' if same else ', DIVERGED'}")
+
+    rows = []
+    for cat, r in results.items():
+        acc = {k: round(a / d, 3) if d else None for k, (d, a) in r.drafted.items()}
+        row = {"category": cat, "label": CATEGORIES.get(cat, cat), "prompts": r.prompts,
+               "tokens": r.base.tokens, "baseline_tok_s": round(r.base.tok_s, 2),
+               "spec_tok_s": round(r.spec.tok_s, 2),
+               "acceptance": acc, "drafted": {k: {"drafted": d, "accepted": a} for k, (d, a) in r.drafted.items()},
+               "speedup": round(r.spec.tok_s / r.base.tok_s, 3) if r.base.tok_s else 0.0,
+               "identical": round(r.identical / r.prompts, 3), "divergences": r.divergences,
+               "mean_prompt_tokens": round(r.prompt_tokens / r.prompts)}
+        if with_model:
+            row["model_draft_k3_tok_s"] = round(r.model.tok_s, 2)
+            row["model_draft_k3_speedup"] = round(r.model.tok_s / r.base.tok_s, 3) if r.base.tok_s else 0.0
+        rows.append(row)
+
+    memory = None
+    if not args.no_memory:
+        from .memory import measure
+        log("measuring resident memory of the target alone and of the pair (fresh processes)...")
+        memory = measure(engine.target.path, engine.draft.path if engine.draft else None, engine.cfg.n_ctx)
+
+    _print_table(rows, memory, with_model, time.perf_counter() - t_start, engine)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "memory": memory,
+                                               "costs": engine.costs.to_json(),
+                                               "warnings": engine.warnings}, indent=2))
+        log(f"wrote {args.json}")
+    if args.chart:
+        Path(args.chart).write_text(speedup_svg(rows, "Tandem speedup over plain greedy decoding (same run)"))
+        log(f"wrote {args.chart}")
+    return rows
+
+
+def _print_table(rows, memory, with_model, seconds, engine) -> None:
+    drafters = sorted({k for r in rows for k in r["acceptance"]}) or ["ngram"]
+    head = (f"| Task type | Plain target | Tandem | " + " | ".join(f"Acceptance ({d})" for d in drafters)
+            + " | Net speedup | Identical |" + (" Model draft k=3 |" if with_model else ""))
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for r in rows:
+        acc = " | ".join(f"{r['acceptance'][d] * 100:.1f}% ({r['drafted'][d]['accepted']}/{r['drafted'][d]['drafted']})"
+                         if r["acceptance"].get(d) is not None else "not used" for d in drafters)
+        line = (f"| {r['label']} | {r['baseline_tok_s']:.1f} tok/s | {r['spec_tok_s']:.1f} tok/s | {acc} | "
+                f"{r['speedup']:.2f}x | {r['identical'] * 100:.0f}% |")
+        if with_model:
+            line += f" {r['model_draft_k3_tok_s']:.1f} tok/s ({r['model_draft_k3_speedup']:.2f}x) |"
+        print(line)
+    for r in rows:
+        for d in r["divergences"]:
+            gap = "unknown" if d["top2_gap"] is None else f"{d['top2_gap']:.4f}"
+            print(f"divergence: {d['file']} at token {d['token_index']}: plain {d['plain']!r} vs "
+                  f"tandem {d['speculative']!r}, top-2 logit gap {gap} "
+                  f"({'near-tie' if d['near_tie'] else 'NOT a near-tie'})")
+    if memory:
+        pair = memory["pair_rss_mb"]
+        print(f"memory (resident, warm): target alone {memory['target_rss_mb']:,.0f} MB"
+              + (f", target + draft {pair:,.0f} MB (+{pair - memory['target_rss_mb']:,.0f} MB)" if pair else ""))
+    c = engine.costs
+    print(f"measured costs: T(1)={c.target(1) * 1e3:.0f}ms T(2)={c.target(2) * 1e3:.0f}ms "
+          f"T(4)={c.target(4) * 1e3:.0f}ms T(8)={c.target(8) * 1e3:.0f}ms T(16)={c.target(16) * 1e3:.0f}ms"
+          + (f", draft token {c.draft_token_s * 1e3:.0f}ms" if c.draft_token_s else "")
+          + f"; bench took {seconds:.0f}s")

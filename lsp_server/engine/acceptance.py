@@ -1,0 +1,93 @@
+"""How often each drafter's tokens are accepted, per language, per bucket and per position in the draft.
+
+The estimate for a language leans on the all-language figure until the language has its own evidence,
+and that leans on a prior per bucket until there is evidence at all.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+ALL = "*"
+LANGUAGE_WEIGHT = 8.0    # observations after which a language's own rate counts as much as the global one
+PRIOR_WEIGHT = 2.0
+
+# prior acceptance per bucket: long lookups are usually right, short ones rarely;
+# the draft model's tokens roughly as likely as its own probability says
+PRIORS = {"run": .8, "t-sub": .75, "t-same": .65, "t-next": .55, "n8": .75, "n7": .75, "n6": .72, "n5": .7, "n4": .68, "n3": .6, "n2": .45,
+          "p98": .9, "p90": .8, "p75": .65, "p50": .45, "p25": .25, "p0": .1}
+
+
+POSITION_BONUS = {"1": 0.0, "2": 0.1, "3-4": 0.15, "5-8": 0.2, "9+": 0.2}
+
+
+def position_bucket(i: int) -> str:
+    """i is 1-based: the first drafted token, the second, ..."""
+    return "1" if i == 1 else "2" if i == 2 else "3-4" if i <= 4 else "5-8" if i <= 8 else "9+"
+
+
+@dataclass
+class Rate:
+    accepted: int = 0
+    tried: int = 0
+
+
+class AcceptanceStats:
+    def __init__(self, path: Path | None = None):
+        self.path = path
+        self.rates: dict[str, Rate] = {}
+        self._lock = threading.Lock()
+        if path and path.exists():
+            try:
+                for k, (a, t) in json.loads(path.read_text()).items():
+                    self.rates[k] = Rate(int(a), int(t))
+            except (OSError, ValueError, TypeError):
+                self.rates = {}   # a damaged file only costs what was learned
+
+    @staticmethod
+    def _key(lang: str, drafter: str, bucket: str, pos: int) -> str:
+        return f"{lang}|{drafter}|{bucket}|{position_bucket(pos)}"
+
+    def estimate(self, lang: str, drafter: str, bucket: str, pos: int) -> float:
+        # once a draft's first tokens are right it is usually on the right track: later positions start
+        # from a higher prior
+        prior = min(0.95, PRIORS.get(bucket.rstrip("+"), 0.5) + POSITION_BONUS[position_bucket(pos)])
+        g = self.rates.get(self._key(ALL, drafter, bucket, pos), Rate())
+        q_all = (g.accepted + PRIOR_WEIGHT * prior) / (g.tried + PRIOR_WEIGHT)
+        r = self.rates.get(self._key(lang, drafter, bucket, pos), Rate())
+        return (r.accepted + LANGUAGE_WEIGHT * q_all) / (r.tried + LANGUAGE_WEIGHT)
+
+    def record(self, lang: str, drafter: str, buckets: list[str], n_accepted: int) -> None:
+        """The first n_accepted of these drafted tokens were accepted; the next one (if any) was not."""
+        with self._lock:
+            for i, bucket in enumerate(buckets[:n_accepted + 1], start=1):
+                for l in (lang, ALL):
+                    r = self.rates.setdefault(self._key(l, drafter, bucket, i), Rate())
+                    r.tried += 1
+                    r.accepted += i <= n_accepted
+
+    def summary(self, lang: str | None = None) -> dict[str, dict[str, float]]:
+        """Per drafter: tokens tried, accepted and the acceptance rate (for one language or all)."""
+        out: dict[str, dict[str, float]] = {}
+        for k, r in self.rates.items():
+            l, drafter, _, _ = k.split("|")
+            if l != (lang or ALL):
+                continue
+            d = out.setdefault(drafter, {"tried": 0, "accepted": 0})
+            d["tried"] += r.tried
+            d["accepted"] += r.accepted
+        for d in out.values():
+            d["rate"] = d["accepted"] / d["tried"] if d["tried"] else 0.0
+        return out
+
+    def save(self) -> None:
+        if not self.path:
+            return
+        with self._lock:
+            data = {k: [r.accepted, r.tried] for k, r in self.rates.items()}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=0, sort_keys=True))
+        tmp.replace(self.path)

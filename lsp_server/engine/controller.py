@@ -1,0 +1,81 @@
+"""Chooses, at each step, how many drafted tokens the target verifies: the number that maximizes the
+expected tokens per second given measured costs and measured acceptance, zero included."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .acceptance import AcceptanceStats
+from .costs import CostModel
+from .drafters.base import Draft
+
+# speculate only when it is expected to beat plain decoding by this fraction: a coin flip is not worth
+# the wider batch on a noisy machine
+MARGIN = 0.03
+# the most a draft-model token could be worth: used to decide whether running the draft model can pay at all
+BEST_MODEL_ACCEPTANCE = 0.95
+
+
+@dataclass
+class Plan:
+    n_verify: int            # drafted tokens to verify (0: plain decoding)
+    expected_rate: float     # expected tokens per second
+    plain_rate: float
+
+
+class Controller:
+    def __init__(self, costs: CostModel, stats: AcceptanceStats, draft_min: int = 0, draft_max: int = 16):
+        if draft_max < 0 or draft_min < 0 or draft_min > max(draft_max, 0):
+            raise ValueError(f"draft bounds must satisfy 0 <= draft_min <= draft_max "
+                             f"(got {draft_min}, {draft_max})")
+        self.costs, self.stats = costs, stats
+        self.draft_min, self.draft_max = draft_min, draft_max
+
+    def plain_rate(self) -> float:
+        return 1.0 / self.costs.target(1)
+
+    def _allowed(self, n: int) -> range:
+        return range(max(self.draft_min, 1), min(n, self.draft_max) + 1)
+
+    def rate_curve(self, probs: list[float], draft_cost_s: float = 0.0) -> list[float]:
+        """Expected tokens/s when verifying the first j drafted tokens, for j = 0..len(probs)."""
+        rates, expected, alive = [self.plain_rate()], 1.0, 1.0
+        for j, q in enumerate(probs, start=1):
+            alive *= q
+            expected += alive
+            rates.append(expected / (self.costs.target(j + 1) + draft_cost_s * j))
+        return rates
+
+    def plan(self, lang: str, draft: Draft | None, per_token_cost_s: float = 0.0) -> Plan:
+        plain = self.plain_rate()
+        if not draft or not draft.tokens or self.draft_max == 0:
+            return Plan(0, plain, plain)
+        probs = [self.stats.estimate(lang, draft.drafter, b, i)
+                 for i, b in enumerate(draft.buckets[:self.draft_max], start=1)]
+        rates = self.rate_curve(probs, per_token_cost_s)
+        best = max(self._allowed(len(probs)), key=lambda j: rates[j], default=0)
+        if best and rates[best] > plain * (1 + MARGIN):
+            return Plan(best, rates[best], plain)
+        return Plan(0, plain, plain)
+
+    def model_best_rate(self) -> float:
+        """The rate the draft model would reach if nearly all its tokens were accepted (0: no draft model)."""
+        c = self.costs.draft_token_s
+        if c is None or self.draft_max == 0:
+            return 0.0
+        rates = self.rate_curve([BEST_MODEL_ACCEPTANCE] * self.draft_max, c)
+        return max((rates[j] for j in self._allowed(self.draft_max)), default=0.0)
+
+    def model_can_pay(self, than: float | None = None) -> bool:
+        """Could the draft model beat `than` (default: plain decoding) even at its best?"""
+        return self.model_best_rate() > (than or self.plain_rate()) * (1 + MARGIN)
+
+    def keep_drafting(self, lang: str, draft: Draft) -> bool:
+        """After each draft-model token: is one more likely to raise the expected rate?"""
+        if len(draft.tokens) >= self.draft_max:
+            return False
+        c = self.costs.draft_token_s or 0.0
+        probs = [self.stats.estimate(lang, draft.drafter, b, i) for i, b in enumerate(draft.buckets, 1)]
+        now = self.rate_curve(probs, c)[-1]
+        # assume the next token is as likely as the last one
+        nxt = self.rate_curve(probs + [probs[-1]], c)[-1]
+        return nxt > now or len(draft.tokens) < self.draft_min

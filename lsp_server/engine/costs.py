@@ -1,0 +1,116 @@
+"""What verifying n tokens in one target batch costs on this machine, and what a draft-model token costs.
+
+Measured once at start-up (cached per model file, thread count and offload) and then kept current from the
+timings of real steps, because this machine is shared and its speed drifts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .llama import LlamaModel
+
+CALIBRATION_SIZES = (1, 2, 3, 4, 5, 6, 8, 12, 16)
+CALIBRATION_CONTEXT = 192
+EMA = 0.1
+
+
+@dataclass
+class CostModel:
+    batch_s: dict[int, float] = field(default_factory=dict)   # T(n): seconds for a target batch of n
+    draft_token_s: float | None = None                       # seconds for one draft-model token
+
+    def target(self, n: int) -> float:
+        sizes = sorted(self.batch_s)
+        if n in self.batch_s:
+            return self.batch_s[n]
+        if n >= sizes[-1]:  # extrapolate with the slope of the last segment
+            a, b = sizes[-2], sizes[-1]
+            return self.batch_s[b] + (n - b) * (self.batch_s[b] - self.batch_s[a]) / (b - a)
+        lo = max(s for s in sizes if s < n)
+        hi = min(s for s in sizes if s > n)
+        w = (n - lo) / (hi - lo)
+        return self.batch_s[lo] * (1 - w) + self.batch_s[hi] * w
+
+    def observe_target(self, n: int, seconds: float) -> None:
+        old = self.batch_s.get(n)
+        self.batch_s[n] = seconds if old is None else (1 - EMA) * old + EMA * seconds
+        self._keep_monotone()
+
+    def observe_draft(self, seconds_per_token: float) -> None:
+        old = self.draft_token_s
+        self.draft_token_s = seconds_per_token if old is None else (1 - EMA) * old + EMA * seconds_per_token
+
+    def _keep_monotone(self) -> None:
+        # a noisy sample must not make a bigger batch look cheaper than a smaller one
+        prev = 0.0
+        for n in sorted(self.batch_s):
+            prev = self.batch_s[n] = max(self.batch_s[n], prev)
+
+    def to_json(self) -> dict:
+        return {"batch_s": {str(k): v for k, v in self.batch_s.items()}, "draft_token_s": self.draft_token_s}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "CostModel":
+        return cls({int(k): float(v) for k, v in d["batch_s"].items()}, d.get("draft_token_s"))
+
+
+def _time_batches(m: LlamaModel, sizes, reps: int) -> dict[int, float]:
+    base = [(i * 7919) % 5000 + 200 for i in range(CALIBRATION_CONTEXT)]  # arbitrary ordinary tokens
+    m.reset()
+    m.decode(base)
+    out = {}
+    for n in sizes:
+        samples = []
+        for r in range(reps):
+            toks = [(base[(r + i) % len(base)] + 13) for i in range(n)]
+            t0 = time.perf_counter()
+            m.decode(toks, all_logits=True)
+            for i in range(n):  # the verify loop reads every row
+                m.logits(i).argmax()
+            samples.append(time.perf_counter() - t0)
+            m.truncate(len(base))
+        out[n] = min(samples)   # the least disturbed sample: this machine is shared
+    m.reset()
+    return out
+
+
+def calibration_key(target: LlamaModel, draft: LlamaModel | None, n_threads: int, gpu: tuple) -> str:
+    def ident(m):
+        st = os.stat(m.path)
+        return f"{os.path.basename(m.path)}:{st.st_size}:{st.st_mtime_ns}"
+    return "|".join([ident(target), ident(draft) if draft else "-", f"t{n_threads}", f"gpu{gpu}",
+                     platform.machine(), platform.node() if os.environ.get("TANDEM_CALIBRATE_PER_HOST") else ""])
+
+
+def calibrate(target: LlamaModel, draft: LlamaModel | None, cache: Path | None, key: str,
+              reps: int = 3, log=lambda s: None) -> CostModel:
+    if cache and cache.exists():
+        try:
+            data = json.loads(cache.read_text())
+            if key in data:
+                return CostModel.from_json(data[key])
+        except (OSError, ValueError, KeyError):
+            pass
+    log("measuring batch costs on this machine (once)...")
+    t0 = time.perf_counter()
+    costs = CostModel(_time_batches(target, CALIBRATION_SIZES, reps))
+    if draft is not None:
+        costs.draft_token_s = _time_batches(draft, (1,), reps + 2)[1]
+    costs._keep_monotone()
+    log(f"measured in {time.perf_counter() - t0:.1f}s: T(1)={costs.batch_s[1] * 1e3:.0f}ms "
+        f"T(4)={costs.batch_s[4] * 1e3:.0f}ms T(16)={costs.batch_s[16] * 1e3:.0f}ms"
+        + (f", draft token {costs.draft_token_s * 1e3:.0f}ms" if costs.draft_token_s else ""))
+    if cache:
+        try:
+            data = json.loads(cache.read_text()) if cache.exists() else {}
+        except (OSError, ValueError):
+            data = {}
+        data[key] = costs.to_json()
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(data, indent=1))
+    return costs

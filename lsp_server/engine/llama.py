@@ -1,0 +1,214 @@
+"""One llama.cpp model with its own context, driven through the low-level bindings.
+
+The object remembers which tokens its KV cache holds (sequence 0, positions 0..n-1), so a new prompt only
+evaluates what follows the first difference, and a rejected draft is rolled back by position.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+import llama_cpp
+
+from .gguf import ModelFileError
+
+_backend_lock = threading.Lock()
+_backend_ready = False
+
+
+def _init_backend() -> None:
+    global _backend_ready
+    with _backend_lock:
+        if not _backend_ready:
+            llama_cpp.llama_backend_init()
+            # llama.cpp logs every tensor to stderr; keep our stderr for messages a user can act on.
+            llama_cpp.llama_log_set(_silent_log, ctypes.c_void_p(0))
+            _backend_ready = True
+
+
+# llama.cpp's recent error lines, quoted when a load fails (it prints every tensor otherwise).
+recent_errors: list[str] = []
+
+
+@llama_cpp.llama_log_callback
+def _silent_log(level, text, user_data):  # pragma: no cover - called from C
+    if level == 4:  # GGML_LOG_LEVEL_ERROR
+        recent_errors.append(text.decode("utf-8", "replace").strip())
+        del recent_errors[:-5]
+
+
+class Cancelled(Exception):
+    """The caller's cancel flag was set."""
+
+
+PREFILL_CHUNK = 128   # a cancel waits at most one chunk of prompt evaluation (~1.5 s on 2 CPU cores)
+
+
+class ContextFullError(Exception):
+    """The tokens do not fit the context window."""
+
+
+@dataclass
+class ModelCounters:
+    evaluated: int = 0      # tokens whose KV this model computed
+    reused: int = 0         # prompt tokens served from the KV cache instead
+    decode_calls: int = 0
+
+
+class LlamaModel:
+    def __init__(self, path: str, *, n_ctx: int = 4096, n_batch: int = 512, n_threads: int = 2,
+                 n_gpu_layers: int = 0, name: str = "model"):
+        _init_backend()
+        self.path, self.name, self.n_ctx, self.n_batch = path, name, n_ctx, n_batch
+        mp = llama_cpp.llama_model_default_params()
+        mp.n_gpu_layers = n_gpu_layers
+        self.model = llama_cpp.llama_model_load_from_file(path.encode(), mp)
+        if not self.model:
+            raise ModelFileError(f"{path}: llama.cpp could not load this model file: "
+                                 + ("; ".join(recent_errors[-3:]) or "no reason given"))
+        cp = llama_cpp.llama_context_default_params()
+        cp.n_ctx = n_ctx
+        cp.n_batch = n_batch
+        cp.n_ubatch = n_batch
+        cp.n_seq_max = 1
+        cp.n_threads = n_threads
+        cp.n_threads_batch = n_threads
+        cp.no_perf = True
+        self.ctx = llama_cpp.llama_init_from_model(self.model, cp)
+        if not self.ctx:
+            llama_cpp.llama_model_free(self.model)
+            raise ModelFileError(f"{path}: llama.cpp could not create a context (n_ctx={n_ctx})")
+        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
+        self.mem = llama_cpp.llama_get_memory(self.ctx)
+        self.batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self.tokens: list[int] = []
+        self.counters = ModelCounters()
+        self._pieces: dict[int, bytes] = {}
+
+    # -- vocabulary ---------------------------------------------------------------------------------
+    def tokenize(self, text: str, special: bool = False) -> list[int]:
+        data = text.encode("utf-8")
+        n_max = len(data) + 8
+        buf = (llama_cpp.llama_token * n_max)()
+        n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, False, special)
+        if n < 0:
+            buf = (llama_cpp.llama_token * -n)()
+            n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, -n, False, special)
+        return list(buf[:n])
+
+    def piece(self, token: int) -> bytes:
+        p = self._pieces.get(token)
+        if p is None:
+            buf = ctypes.create_string_buffer(64)
+            n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, 64, 0, False)
+            if n < 0:
+                buf = ctypes.create_string_buffer(-n)
+                n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, -n, 0, False)
+            p = self._pieces[token] = buf.raw[:n]
+        return p
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return b"".join(self.piece(t) for t in tokens).decode("utf-8", errors="replace")
+
+    def token_text(self, token: int) -> str:
+        t = llama_cpp.llama_vocab_get_text(self.vocab, token)
+        return t.decode("utf-8", errors="replace") if t else ""
+
+    def is_eog(self, token: int) -> bool:
+        return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
+
+    # -- KV cache -----------------------------------------------------------------------------------
+    def truncate(self, n: int) -> None:
+        """Forget every cached token from position n on."""
+        if n < len(self.tokens):
+            llama_cpp.llama_memory_seq_rm(self.mem, 0, n, -1)
+            del self.tokens[n:]
+
+    def reset(self) -> None:
+        llama_cpp.llama_memory_clear(self.mem, True)
+        self.tokens = []
+
+    def decode(self, tokens: list[int], all_logits: bool = False, cancel=None) -> None:
+        """Append tokens to the cache; logits for every row (verification) or only the last one."""
+        if not tokens:
+            return
+        if len(self.tokens) + len(tokens) > self.n_ctx:
+            raise ContextFullError(
+                f"{self.name}: {len(self.tokens) + len(tokens)} tokens do not fit the context of {self.n_ctx}")
+        if all_logits and len(tokens) > self.n_batch:
+            raise ValueError("a verify batch larger than n_batch")
+        step = self.n_batch if cancel is None else min(self.n_batch, PREFILL_CHUNK)
+        for start in range(0, len(tokens), step):
+            if cancel is not None and cancel.is_set():
+                raise Cancelled()
+            chunk = tokens[start:start + step]
+            last_chunk = start + step >= len(tokens)
+            b = self.batch
+            pos0 = len(self.tokens)
+            for i, t in enumerate(chunk):
+                b.token[i] = t
+                b.pos[i] = pos0 + i
+                b.n_seq_id[i] = 1
+                b.seq_id[i][0] = 0
+                b.logits[i] = 1 if (all_logits or (last_chunk and i == len(chunk) - 1)) else 0
+            b.n_tokens = len(chunk)
+            rc = llama_cpp.llama_decode(self.ctx, b)
+            if rc != 0:
+                # the failed batch may have left partial state: drop it so our bookkeeping stays true
+                llama_cpp.llama_memory_seq_rm(self.mem, 0, pos0, -1)
+                raise RuntimeError(f"{self.name}: llama_decode failed with code {rc}")
+            self.tokens.extend(chunk)
+            self.counters.evaluated += len(chunk)
+            self.counters.decode_calls += 1
+
+    def logits(self, row: int = -1) -> np.ndarray:
+        """A view of the logits at a position of the last decoded batch (-1: its last output row);
+        valid until the next decode."""
+        ptr = llama_cpp.llama_get_logits_ith(self.ctx, row)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+
+    def common_prefix(self, tokens: list[int]) -> int:
+        """How many of these tokens the cache already holds, from the start."""
+        n = min(len(self.tokens), len(tokens))
+        if not n:
+            return 0
+        # compare in numpy: prompts are thousands of tokens long and this runs on every request
+        diff = np.flatnonzero(np.asarray(self.tokens[:n], dtype=np.int64) != np.asarray(tokens[:n], dtype=np.int64))
+        return int(diff[0]) if diff.size else n
+
+    def prefill(self, tokens: list[int], cancel=None) -> int:
+        """Make the cache hold exactly `tokens` with logits for the last one; returns tokens reused."""
+        if not tokens:
+            raise ValueError("empty prompt")
+        p = min(self.common_prefix(tokens), len(tokens) - 1)  # the last token is always decoded again: we need its logits
+        self.truncate(p)
+        self.counters.reused += p
+        self.decode(tokens[p:], cancel=cancel)
+        return p
+
+    def close(self) -> None:
+        if getattr(self, "ctx", None):
+            llama_cpp.llama_batch_free(self.batch)
+            llama_cpp.llama_free(self.ctx)
+            llama_cpp.llama_model_free(self.model)
+            self.ctx = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def top2(logits: np.ndarray) -> tuple[int, float]:
+    """The argmax and its margin over the runner-up (how close a tie the greedy choice was)."""
+    best = int(np.argmax(logits))
+    v = float(logits[best])
+    logits[best] = -np.inf          # two argmax passes are ~20x cheaper than a partition
+    second = float(logits[int(np.argmax(logits))])
+    logits[best] = v
+    return best, v - second

@@ -1,0 +1,231 @@
+"""The generation loop: draft -> verify in one target batch -> accept the agreeing prefix plus the target's
+own next token -> roll back. With no draft it is plain greedy decoding, through the same code."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .controller import Controller
+from .drafters import Draft, ModelDrafter, NgramDrafter, TemplateDrafter
+from .llama import Cancelled, ContextFullError, LlamaModel, top2
+
+
+@dataclass
+class GenerationRequest:
+    tokens: list[int]
+    max_tokens: int = 64
+    stop: tuple[str, ...] = ()
+    language: str = "text"
+    speculative: bool = True
+    time_budget_s: float | None = None
+    record_margins: bool = False   # keep each chosen token's top-2 logit gap (for lossless checks)
+    left_text: str = ""            # the text before the generation point, for structural drafters
+    fixed_model_draft: int = 0     # >0: always draft this many tokens with the draft model, like
+                                   # llama.cpp's fixed --draft settings (a comparison, not the controller)
+
+
+@dataclass
+class DrafterCount:
+    steps: int = 0        # verify steps that used this drafter
+    drafted: int = 0      # drafted tokens sent to the target
+    accepted: int = 0
+
+    @property
+    def acceptance(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+
+@dataclass
+class Generation:
+    text: str
+    tokens: list[int]
+    stop_reason: str              # eog | stop | length | time | cancelled
+    prompt_tokens: int
+    prompt_reused: int
+    prompt_s: float
+    gen_s: float
+    steps: int
+    drafters: dict[str, DrafterCount] = field(default_factory=dict)
+    margins: list[float] = field(default_factory=list)
+    near_ties: int = 0            # verify rows decided again by one-token decoding
+
+    @property
+    def tok_s(self) -> float:
+        return len(self.tokens) / self.gen_s if self.gen_s > 0 else 0.0
+
+    @property
+    def prompt_evaluated(self) -> int:
+        return self.prompt_tokens - self.prompt_reused
+
+
+class _Output:
+    """Accumulates emitted tokens and decides when to stop."""
+
+    def __init__(self, target: LlamaModel, req: GenerationRequest):
+        self.target, self.req = target, req
+        self.tokens: list[int] = []
+        self.margins: list[float] = []
+        self.raw = bytearray()
+        self.text = ""
+        self._longest_stop = max((len(s) for s in req.stop), default=0)
+
+    def emit(self, tok: int, margin: float | None) -> str | None:
+        if self.target.is_eog(tok):
+            return "eog"
+        self.tokens.append(tok)
+        if margin is not None:
+            self.margins.append(margin)
+        before = len(self.text)
+        self.raw += self.target.piece(tok)
+        self.text = self.raw.decode("utf-8", errors="ignore")
+        if self.req.stop:
+            start = max(0, before - self._longest_stop)
+            cut = min((i for s in self.req.stop if (i := self.text.find(s, start)) >= 0), default=-1)
+            if cut >= 0:
+                self.text = self.text[:cut]
+                return "stop"
+        if len(self.tokens) >= self.req.max_tokens:
+            return "length"
+        return None
+
+
+log = logging.getLogger("tandem.spec")
+
+# the draft model is only asked when its cache is nearly in step with the target's: catching up on a
+# whole new prompt costs more than its drafts can win back in one completion
+MODEL_CATCHUP_MAX = 48
+# below this top-2 logit gap a verify-batch row is re-decoded alone (see the verify loop)
+NEAR_TIE = 0.5
+# a top-2 logit gap above this on the last token marks a stretch the target is sure of; drafts there are
+# counted in their own acceptance buckets ("+")
+CONFIDENT = 6.0
+
+
+def generate(target: LlamaModel, controller: Controller, req: GenerationRequest, cancel=None,
+             ngram: NgramDrafter | None = None, model_drafter: ModelDrafter | None = None,
+             template: TemplateDrafter | None = None) -> Generation:
+    need = len(req.tokens) + req.max_tokens + controller.draft_max + 1
+    if need > target.n_ctx:
+        raise ContextFullError(f"prompt of {len(req.tokens)} tokens + {req.max_tokens} to generate "
+                               f"does not fit the context of {target.n_ctx} tokens")
+    t0 = time.perf_counter()
+    try:
+        reused = target.prefill(req.tokens, cancel=cancel)
+    except Cancelled:
+        t = time.perf_counter() - t0
+        return Generation("", [], "cancelled", len(req.tokens), 0, t, 0.0, 0)
+    t_gen = time.perf_counter()
+    out = _Output(target, req)
+    counts: dict[str, DrafterCount] = {}
+    record = req.record_margins
+    speculate = req.speculative and controller.draft_max > 0
+    if speculate and ngram:
+        ngram.start(req.tokens)
+    fixed = req.fixed_model_draft if model_drafter is not None else 0
+    use_model = speculate and model_drafter is not None and (fixed > 0 or controller.model_can_pay())
+    lang = req.language
+
+    tok, last_gap = top2(target.logits(-1))
+    margin = last_gap if record else None
+    steps, near_ties, reason = 0, 0, None
+    trace = log.isEnabledFor(logging.DEBUG)
+    while True:
+        reason = out.emit(tok, margin)
+        if reason:
+            break
+        if cancel is not None and cancel.is_set():
+            reason = "cancelled"
+            break
+        if req.time_budget_s is not None and time.perf_counter() - t_gen > req.time_budget_s:
+            reason = "time"
+            break
+        if speculate and ngram:
+            ngram.extend([tok])
+
+        draft: Draft | None = None
+        n, best_rate = 0, controller.plain_rate()
+        if speculate:
+            max_len = min(controller.draft_max, req.max_tokens - len(out.tokens))
+            if fixed and max_len > 0:
+                draft = model_drafter.propose(req.tokens + out.tokens, min(fixed, max_len),
+                                              lambda d: True, cancel)
+                n = len(draft.tokens)
+            elif max_len > 0:
+                free = [ngram.propose(max_len) if ngram else None,
+                        template.propose(req.left_text + out.text, max_len) if template else None]
+                for cand in free:
+                    if cand and last_gap >= CONFIDENT:
+                        cand.buckets = [b + "+" for b in cand.buckets]
+                    plan = controller.plan(lang, cand)
+                    if plan.n_verify and plan.expected_rate > best_rate:
+                        draft, n, best_rate = cand, plan.n_verify, plan.expected_rate
+                ctx = req.tokens + out.tokens
+                if (use_model and controller.model_can_pay(than=best_rate)
+                        and len(ctx) - model_drafter.model.common_prefix(ctx) <= MODEL_CATCHUP_MAX):
+                    mdraft = model_drafter.propose(
+                        ctx, max_len, lambda d: controller.keep_drafting(lang, d), cancel)
+                    if mdraft.tokens:
+                        controller.costs.observe_draft(mdraft.cost_s / len(mdraft.tokens))
+                        mplan = controller.plan(lang, mdraft)
+                        if mplan.n_verify and mplan.expected_rate > best_rate:
+                            draft, n = mdraft, mplan.n_verify
+        drafted = draft.tokens[:n] if n else []
+
+        base = len(target.tokens)
+        inputs = [tok] + drafted
+        ts = time.perf_counter()
+        target.decode(inputs, all_logits=bool(n))
+        accepted, right, next_tok, margins, retry_s = 0, 0, None, [], 0.0
+        for i in range(n + 1):
+            row = target.logits(i if n else -1)
+            pred, m = top2(row)
+            if n and m < NEAR_TIE:
+                # a verify batch computes its rows with other kernels than one-token decoding, and at a
+                # near-tie that can flip the choice: decide this position the way plain decoding does
+                tr = time.perf_counter()
+                target.truncate(base + i)
+                target.decode([inputs[i]])
+                pred, m = top2(target.logits(-1))
+                retry_s = time.perf_counter() - tr
+                margins.append(m)
+                next_tok = pred
+                near_ties += 1
+                right += i < n and pred == drafted[i]   # for the statistics: the draft was right here
+                break
+            margins.append(m)
+            if i < n and pred == drafted[i]:
+                accepted += 1
+                continue
+            next_tok = pred
+            break
+        target.truncate(base + 1 + accepted)
+        controller.costs.observe_target(n + 1, time.perf_counter() - ts - retry_s)
+        steps += 1
+        if trace and n:
+            log.debug("step %d: %s drafted %r (%s), accepted %d, target says %r", steps, draft.drafter,
+                      target.detokenize(drafted), ",".join(draft.buckets[:n]), accepted,
+                      target.detokenize([next_tok]))
+        if n:
+            controller.stats.record(lang, draft.drafter, draft.buckets[:n], accepted + right)
+            c = counts.setdefault(draft.drafter, DrafterCount())
+            c.steps += 1
+            c.drafted += n
+            c.accepted += accepted
+        for i in range(accepted):
+            reason = out.emit(drafted[i], margins[i] if record else None)
+            if reason:
+                break
+            if ngram:
+                ngram.extend([drafted[i]])
+        if reason:
+            break
+        tok, last_gap = next_tok, margins[-1]
+        margin = last_gap if record else None
+
+    t_end = time.perf_counter()
+    return Generation(text=out.text, tokens=out.tokens, stop_reason=reason, prompt_tokens=len(req.tokens),
+                      prompt_reused=reused, prompt_s=t_gen - t0, gen_s=t_end - t_gen, steps=steps,
+                      drafters=counts, margins=out.margins, near_ties=near_ties)

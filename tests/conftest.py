@@ -1,0 +1,27 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """The real default pair, loaded once for the whole session (as the server keeps it warm)."""
+    from lsp_server.engine import Engine, EngineConfig
+    e = Engine(EngineConfig(stats_path=""))
+    yield e
+    e.close()
+
+
+@pytest.fixture(scope="session")
+def pipeline(engine):
+    from lsp_server.pipeline import Pipeline
+    return Pipeline(engine)
+
+
+def tandem_cmd():
+    return [sys.executable, "-m", "lsp_server.cli.main"]

@@ -1,0 +1,109 @@
+"""The controller's decisions, with a fake cost model and fake acceptance (no models needed)."""
+import pytest
+
+from lsp_server.engine.acceptance import AcceptanceStats
+from lsp_server.engine.controller import Controller
+from lsp_server.engine.costs import CostModel
+from lsp_server.engine.drafters.base import Draft
+
+# the shapes measured here (CPU: verifying is compute-bound) and typical of a GPU (nearly free)
+CPU = CostModel({1: 0.034, 2: 0.054, 4: 0.080, 8: 0.130, 16: 0.231}, draft_token_s=0.022)
+GPU = CostModel({1: 0.020, 2: 0.0205, 4: 0.021, 8: 0.022, 16: 0.025}, draft_token_s=0.002)
+
+
+def draft(n, drafter="ngram", bucket="n4"):
+    return Draft(drafter, list(range(100, 100 + n)), [bucket] * n)
+
+
+def teach(stats, lang, drafter, bucket, accept_rate, n=400, length=8):
+    """Feed `n` drafts of `length` tokens accepted token by token with probability accept_rate."""
+    import random
+    rnd = random.Random(1)
+    for _ in range(n):
+        k = 0
+        while k < length and rnd.random() < accept_rate:
+            k += 1
+        stats.record(lang, drafter, [bucket] * length, k)
+
+
+def test_zero_drafts_when_speculation_cannot_pay():
+    stats = AcceptanceStats()
+    teach(stats, "python", "ngram", "n4", 0.4)
+    c = Controller(CPU, stats)
+    assert c.plan("python", draft(8)).n_verify == 0
+
+
+def test_drafts_when_acceptance_is_high_even_on_cpu():
+    stats = AcceptanceStats()
+    teach(stats, "python", "ngram", "n4", 0.97)
+    plan = Controller(CPU, stats).plan("python", draft(12))
+    assert plan.n_verify >= 4
+    assert plan.expected_rate > plan.plain_rate * 1.2
+
+
+def test_more_drafts_where_verification_is_cheap():
+    stats = AcceptanceStats()
+    teach(stats, "python", "ngram", "n4", 0.7)
+    cpu = Controller(CPU, stats).plan("python", draft(16)).n_verify
+    gpu = Controller(GPU, stats).plan("python", draft(16)).n_verify
+    assert gpu > cpu
+    assert gpu >= 6
+
+
+def test_draft_model_is_not_run_where_it_cannot_pay_and_is_where_it_can():
+    stats = AcceptanceStats()
+    assert not Controller(CPU, stats).model_can_pay()
+    assert Controller(GPU, stats).model_can_pay()
+
+
+def test_adapts_per_language():
+    stats = AcceptanceStats()
+    teach(stats, "python", "ngram", "n3", 0.95)
+    teach(stats, "go", "ngram", "n3", 0.2)
+    c = Controller(CPU, stats)
+    assert c.plan("python", draft(8, bucket="n3")).n_verify > 0
+    assert c.plan("go", draft(8, bucket="n3")).n_verify == 0
+    # a language never seen leans on the pooled figure, which sits between the two
+    q_new = stats.estimate("rust", "ngram", "n3", 1)
+    assert stats.estimate("go", "ngram", "n3", 1) < q_new < stats.estimate("python", "ngram", "n3", 1)
+
+
+def test_stays_within_draft_bounds():
+    stats = AcceptanceStats()
+    teach(stats, "python", "ngram", "n4", 0.99)
+    assert Controller(GPU, stats, draft_max=3).plan("python", draft(16)).n_verify == 3
+    # draft_min 3: a 2-token draft is not verified at all
+    assert Controller(GPU, stats, draft_min=3).plan("python", draft(2)).n_verify == 0
+    assert Controller(GPU, stats, draft_max=0).plan("python", draft(8)).n_verify == 0
+    with pytest.raises(ValueError):
+        Controller(GPU, stats, draft_min=5, draft_max=3)
+
+
+def test_model_drafting_stops_when_confidence_drops():
+    stats = AcceptanceStats()
+    c = Controller(GPU, stats)
+    confident = Draft("model", [1, 2], ["p98", "p98"])
+    unsure = Draft("model", [1, 2], ["p98", "p0"])
+    assert c.keep_drafting("python", confident)
+    assert not c.keep_drafting("python", unsure)
+
+
+def test_costs_follow_measurements_and_stay_monotone():
+    c = CostModel({1: 0.03, 2: 0.05, 4: 0.08})
+    for _ in range(50):
+        c.observe_target(2, 0.10)     # the machine got slower for 2-token batches
+    assert c.target(2) > 0.09
+    assert c.target(4) >= c.target(2)  # never cheaper to verify more
+    assert c.target(3) >= c.target(2)
+
+
+def test_acceptance_persists(tmp_path):
+    path = tmp_path / "acc.json"
+    s = AcceptanceStats(path)
+    teach(s, "python", "ngram", "n4", 0.9, n=50)
+    s.save()
+    again = AcceptanceStats(path)
+    assert again.estimate("python", "ngram", "n4", 1) == pytest.approx(s.estimate("python", "ngram", "n4", 1))
+    assert again.summary("python")["ngram"]["tried"] > 0
+    path.write_text("{broken")
+    assert AcceptanceStats(path).rates == {}

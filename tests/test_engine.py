@@ -1,0 +1,142 @@
+"""The engine with the real default models."""
+import threading
+import time
+
+import pytest
+
+from lsp_server.bench.fixtures import load_cases
+from lsp_server.engine import Cancelled, ContextFullError, GenerationRequest
+
+from conftest import FIXTURES
+
+NEAR_TIE = 0.5
+
+
+def fixture_prompts(pipeline, per_category=2):
+    cases = load_cases(FIXTURES / "bench", limit=per_category)
+    for case in cases:
+        prompt, _, _ = pipeline.prompt_for(case.document, case.line, case.col)
+        yield case, prompt
+
+
+def test_fim_prompt_uses_the_vocabulary_fim_tokens(engine, pipeline):
+    case, prompt = next(fixture_prompts(pipeline, 1))
+    fim = engine.fim
+    assert fim is not None
+    toks = prompt.tokens
+    assert toks.count(fim.prefix) == 1 and toks.count(fim.suffix) == 1 and toks[-1] == fim.middle
+    assert toks.index(fim.prefix) < toks.index(fim.suffix)   # PSM: prefix, then suffix, then middle
+    assert engine.target.token_text(fim.prefix) == "<|fim_prefix|>"
+
+
+def test_speculative_output_equals_plain_greedy(engine, pipeline):
+    compared, divergences, drafted = 0, [], 0
+    for case, prompt in fixture_prompts(pipeline):
+        req = dict(max_tokens=48, stop=prompt.stop, language=case.document.language)
+        plain = engine.generate(GenerationRequest(prompt.tokens, speculative=False, record_margins=True, **req))
+        spec = engine.generate(GenerationRequest(prompt.tokens, speculative=True, **req))
+        drafted += sum(c.drafted for c in spec.drafters.values())
+        compared += 1
+        assert len(plain.tokens) > 0
+        if plain.text != spec.text:
+            i = next((k for k, (a, b) in enumerate(zip(plain.tokens, spec.tokens)) if a != b),
+                     min(len(plain.tokens), len(spec.tokens)))
+            divergences.append((case.name, i, plain.margins[i] if i < len(plain.margins) else None))
+    print(f"compared {compared} prompts, {drafted} drafted tokens verified, divergences: {divergences}")
+    assert compared >= 10
+    assert drafted > 0, "speculation never ran, so this test compared nothing"
+    for name, i, gap in divergences:
+        assert gap is not None and gap < NEAR_TIE, f"{name}: diverged at token {i} with top-2 gap {gap}"
+    assert len(divergences) <= 1
+
+
+def test_fixed_model_draft_is_lossless_too(engine, pipeline):
+    if engine.draft is None:
+        pytest.fail("the default draft model did not load: " + "; ".join(engine.warnings))
+    case, prompt = next(fixture_prompts(pipeline, 1))
+    req = dict(max_tokens=32, stop=prompt.stop, language=case.document.language)
+    plain = engine.generate(GenerationRequest(prompt.tokens, speculative=False, **req))
+    spec = engine.generate(GenerationRequest(prompt.tokens, speculative=True, fixed_model_draft=3, **req))
+    assert spec.drafters["model"].drafted > 0
+    assert spec.tokens == plain.tokens
+
+
+def test_second_request_extending_the_first_evaluates_only_new_tokens(engine):
+    text = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
+    first = engine.tokenize(text)
+    engine.generate(GenerationRequest(first, max_tokens=4, speculative=False))
+    extra = engine.tokenize("    if n < 2:\n        return n\n")
+    before = engine.target.counters.evaluated
+    g = engine.generate(GenerationRequest(first + extra, max_tokens=1, speculative=False))
+    # what the KV cache already held is reused; only the new tokens are computed
+    assert g.prompt_reused >= len(first) - 1
+    assert g.prompt_evaluated <= len(extra) + 1
+    assert g.steps == 0   # the one token came from the prompt's logits
+    assert engine.target.counters.evaluated - before == g.prompt_evaluated
+    # the same prompt again: nothing but the last token is evaluated
+    g = engine.generate(GenerationRequest(first + extra, max_tokens=1, speculative=False))
+    assert g.prompt_evaluated == 1
+
+
+class CountingCancel:
+    """A cancel flag that turns on at its n-th check, to count how many steps run after it is set."""
+
+    def __init__(self, set_at):
+        self.set_at, self.checks = set_at, 0
+
+    def is_set(self):
+        self.checks += 1
+        return self.checks >= self.set_at
+
+
+def test_cancel_stops_within_one_step(engine):
+    toks = engine.tokenize("# A long list of numbers\nnumbers = [\n    1,\n    2,\n")
+    flag = CountingCancel(set_at=6)   # checks 1-5 cover the prompt chunk(s) and first steps
+    g = engine.generate(GenerationRequest(toks, max_tokens=200, speculative=True), cancel=flag)
+    assert g.stop_reason == "cancelled"
+    # the flag was seen set at check `set_at`; the loop checks once per step, so no step ran after it
+    assert flag.checks == flag.set_at
+    assert len(g.tokens) < 200
+
+
+def test_cancel_from_another_thread_returns_promptly(engine):
+    toks = engine.tokenize("# Count from one to a thousand\nfor i in range(1, 1001):\n")
+    ev = threading.Event()
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("g", engine.generate(
+        GenerationRequest(toks, max_tokens=400, speculative=False), cancel=ev)))
+    t.start()
+    time.sleep(1.0)
+    t_set = time.perf_counter()
+    ev.set()
+    t.join(timeout=30)
+    waited = time.perf_counter() - t_set
+    assert result["g"].stop_reason == "cancelled"
+    # one decode step is tens of milliseconds here; a full 400-token generation would take >10 s
+    assert waited < 3.0, f"took {waited:.2f}s to stop after the cancel"
+
+
+def test_cancel_during_prompt_evaluation(engine):
+    toks = engine.tokenize("x = 1\n" * 400)
+    ev = threading.Event()
+    ev.set()
+    g = engine.generate(GenerationRequest(toks, max_tokens=8), cancel=ev)
+    assert g.stop_reason == "cancelled" and g.tokens == []
+
+
+def test_prompt_larger_than_the_context_is_refused(engine):
+    toks = engine.tokenize("y = 2\n" * 2000)
+    assert len(toks) > engine.target.n_ctx
+    with pytest.raises(ContextFullError, match="does not fit"):
+        engine.generate(GenerationRequest(toks, max_tokens=8))
+    # and the engine still works afterwards
+    g = engine.generate(GenerationRequest(engine.tokenize("def add(a, b):\n"), max_tokens=8))
+    assert g.tokens
+
+
+def test_stop_strings_and_token_limit(engine):
+    toks = engine.tokenize("for i in range(10):\n    print(i)\nfor j in range(10):\n")
+    g = engine.generate(GenerationRequest(toks, max_tokens=5, speculative=False))
+    assert g.stop_reason == "length" and len(g.tokens) == 5
+    g = engine.generate(GenerationRequest(toks, max_tokens=60, stop=("\n",), speculative=True))
+    assert g.stop_reason in ("stop", "eog") and "\n" not in g.text

@@ -1,0 +1,49 @@
+"""Prompt layout and budgets with a stand-in tokenizer (one token per character) and the real one."""
+from lsp_server.engine.vocab import FimTokens
+from lsp_server.prompt import PromptBudget, PromptParts, build_prompt
+from lsp_server.prompt.fim import PREFIX_ANCHOR_LINES, stop_strings
+
+
+class CharTokenizer:
+    fim = FimTokens(prefix=-1, suffix=-2, middle=-3, repo_name=-4, file_sep=-5)
+
+    def tokenize(self, text):
+        return [ord(c) for c in text]
+
+
+def test_psm_layout_with_repository_header():
+    p = build_prompt(CharTokenizer(), PromptParts("ab", "cd", path="x.py"))
+    t = p.tokens
+    assert t[0] == -4 and -5 in t
+    i, j = t.index(-1), t.index(-2)
+    assert t[i + 1:j] == [ord("a"), ord("b")] and t[j + 1:-1] == [ord("c"), ord("d")] and t[-1] == -3
+
+
+def test_prefix_budget_keeps_the_end_and_moves_in_steps():
+    lines = [f"line {i:03d}\n" for i in range(200)]      # 9 tokens per line
+    budget = PromptBudget(prefix_tokens=9 * 50, suffix_tokens=10)
+    starts = set()
+    for extra in range(20):   # the user types 20 more lines
+        p = build_prompt(CharTokenizer(), PromptParts("".join(lines[:150 + extra]), ""), budget)
+        assert p.prefix_tokens <= 9 * 50
+        starts.add(p.prefix_cut_lines)
+        assert p.prefix_cut_lines % PREFIX_ANCHOR_LINES == 0
+    assert len(starts) <= 3     # the left edge moved at most twice in 20 lines
+
+
+def test_suffix_budget_keeps_whole_lines():
+    p = build_prompt(CharTokenizer(), PromptParts("x", "aaaa\nbbbb\ncccc\n"), PromptBudget(suffix_tokens=11))
+    assert p.suffix_tokens == 10 and p.suffix_cut
+
+
+def test_stop_strings():
+    assert stop_strings("x = f(", ")\n") == ("\n",)                  # mid-line: one line only
+    assert stop_strings("    return {\n", "\n        }\n") == ("\n        }",)
+    assert stop_strings("a", "") == ()
+
+
+def test_real_tokenizer_prompt(engine):
+    p = build_prompt(engine, PromptParts("def add(a, b):\n    ", "\n", path="m.py"))
+    text = "".join(engine.target.token_text(t) for t in p.tokens)
+    assert text.startswith("<|repo_name|>workspace\n<|file_sep|>m.py\n<|fim_prefix|>def add")
+    assert text.endswith("<|fim_suffix|>\n<|fim_middle|>")
