@@ -100,7 +100,8 @@ def test_cancel_stops_within_one_step(engine):
 
 
 def test_cancel_from_another_thread_returns_promptly(engine):
-    toks = engine.tokenize("# Count from one to a thousand\nfor i in range(1, 1001):\n")
+    # a list the model goes on counting: far more than 400 tokens if nothing stops it
+    toks = engine.tokenize("squares = [\n" + "".join(f"    {i * i},\n" for i in range(1, 30)))
     ev = threading.Event()
     result = {}
     t = threading.Thread(target=lambda: result.setdefault("g", engine.generate(

@@ -97,3 +97,21 @@ def test_models_list_reports_state():
     out = subprocess.run(tandem_cmd() + ["models", "list"], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0
     assert "target" in out.stdout and "sha256 verified" in out.stdout
+
+
+def test_sidecar_checksum_for_a_model_of_your_own(tmp_path):
+    import hashlib
+    own = truncated_copy(DRAFT, tmp_path / "mine.gguf", 100_000)
+    side = tmp_path / "mine.gguf.sha256"
+    side.write_text("0" * 64 + "  mine.gguf\n")
+    with pytest.raises(ModelFileError, match="checksum mismatch"):
+        registry.verify_model_file(own)
+    side.write_text(hashlib.sha256(own.read_bytes()).hexdigest() + "  mine.gguf\n")
+    with pytest.raises(ModelFileError, match="truncated"):   # right checksum, but still a cut file
+        registry.verify_model_file(own)
+
+
+def test_default_pair_vocabularies_are_compatible(engine):
+    from lsp_server.engine.vocab import incompatibility
+    assert engine.draft is not None
+    assert incompatibility(engine.target, engine.draft) is None

@@ -44,6 +44,8 @@ def test_stop_strings():
 
 def test_real_tokenizer_prompt(engine):
     p = build_prompt(engine, PromptParts("def add(a, b):\n    ", "\n", path="m.py"))
-    text = "".join(engine.target.token_text(t) for t in p.tokens)
+    special = {t for t in vars(engine.fim).values() if t is not None}
+    text = "".join(engine.target.token_text(t) if t in special else engine.target.detokenize([t])
+                   for t in p.tokens)
     assert text.startswith("<|repo_name|>workspace\n<|file_sep|>m.py\n<|fim_prefix|>def add")
     assert text.endswith("<|fim_suffix|>\n<|fim_middle|>")

@@ -7,6 +7,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import llama_cpp
+
 from . import registry
 from .acceptance import AcceptanceStats
 from .controller import Controller
@@ -54,6 +56,9 @@ class Engine:
         if not cfg.target_path and not Path(target_path).exists():
             raise ModelFileError(f"{target_path}: default target model not found; run `tandem models pull`")
         registry.verify_model_file(target_path)
+        if (cfg.n_gpu_layers or cfg.n_gpu_layers_draft) and not llama_cpp.llama_supports_gpu_offload():
+            self.warn("GPU layers were asked for, but this llama-cpp-python build has no GPU support; "
+                      "running on the CPU (see README: GPU)")
         self.target = LlamaModel(target_path, n_ctx=cfg.n_ctx, n_threads=threads,
                                  n_gpu_layers=cfg.n_gpu_layers, name="target")
         self.fim: FimTokens | None = fim_tokens(self.target)

@@ -52,10 +52,13 @@ class _Reader:
     def unpack(self, fmt: str):
         return struct.unpack("<" + fmt, self.read(struct.calcsize("<" + fmt)))[0]
 
+    def need(self, n: int) -> None:
+        if n > self.size - self.f.tell():
+            raise ModelFileError(f"{self.path}: truncated GGUF header (file is {self.size:,} bytes)")
+
     def string(self) -> str:
         n = self.unpack("Q")
-        if n > self.size:
-            raise ModelFileError(f"{self.path}: corrupt GGUF header (string of {n} bytes)")
+        self.need(n)
         return self.read(n).decode("utf-8", errors="replace")
 
     def value(self, vtype: int, keep: bool):
@@ -65,8 +68,8 @@ class _Reader:
             return self.string()
         if vtype == _ARRAY:
             etype, n = self.unpack("I"), self.unpack("Q")
-            if n > self.size:
-                raise ModelFileError(f"{self.path}: corrupt GGUF header (array of {n} items)")
+            # every item takes at least a few bytes: a count beyond what is left means a cut file
+            self.need(n * (struct.calcsize("<" + _SCALARS[etype]) if etype in _SCALARS else 8))
             if etype in _SCALARS and not keep:
                 self.f.seek(n * struct.calcsize("<" + _SCALARS[etype]), os.SEEK_CUR)
                 return None

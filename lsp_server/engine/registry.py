@@ -96,7 +96,7 @@ def verify_model_file(path: str | os.PathLike, spec: ModelSpec | None = None) ->
     path = Path(path)
     if not path.is_file():
         raise ModelFileError(f"{path}: model file not found")
-    spec = spec or spec_for(path)
+    spec = spec or spec_for(path) or _sidecar_spec(path)
     if spec is not None:
         size = path.stat().st_size
         if size != spec.size:
@@ -116,6 +116,19 @@ def verify_model_file(path: str | os.PathLike, spec: ModelSpec | None = None) ->
                     f"{spec.sha256} (corrupt; run `tandem models pull --force`)")
             stamp.write_text(json.dumps({**_stamp(path), "sha256": spec.sha256}))
     read_gguf(str(path))
+
+
+def _sidecar_spec(path: Path) -> ModelSpec | None:
+    """A model of your own is checked against `<file>.sha256` when that file exists (sha256sum format)."""
+    side = path.with_name(path.name + ".sha256")
+    try:
+        digest = side.read_text().split()[0].lower()
+    except (OSError, IndexError):
+        return None
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ModelFileError(f"{side}: not a sha256 checksum")
+    return ModelSpec(role="configured", filename=path.name, package="", version="", parts=0,
+                     size=path.stat().st_size, sha256=digest)
 
 
 class _Bar:
