@@ -16,7 +16,7 @@ PRIOR_WEIGHT = 2.0
 
 # prior acceptance per bucket: long lookups are usually right, short ones rarely;
 # the draft model's tokens roughly as likely as its own probability says
-PRIORS = {"run": .8, "t-sub": .75, "t-same": .65, "t-next": .55, "n8": .75, "n7": .75, "n6": .72, "n5": .7, "n4": .68, "n3": .6, "n2": .45,
+PRIORS = {"run": .8, "t-sub": .75, "t-same": .65, "t-next": .55, "n8": .65, "n7": .62, "n6": .6, "n5": .55, "n4": .5, "n3": .4, "n2": .3,
           "p98": .9, "p90": .8, "p75": .65, "p50": .45, "p25": .25, "p0": .1}
 
 

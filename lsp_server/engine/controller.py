@@ -10,7 +10,7 @@ from .drafters.base import Draft
 
 # speculate only when it is expected to beat plain decoding by this fraction: a coin flip is not worth
 # the wider batch on a noisy machine
-MARGIN = 0.03
+MARGIN = 0.10
 # the most a draft-model token could be worth: used to decide whether running the draft model can pay at all
 BEST_MODEL_ACCEPTANCE = 0.95
 
