@@ -94,8 +94,10 @@ def test_cancel_stops_within_one_step(engine):
     flag = CountingCancel(set_at=6)   # checks 1-5 cover the prompt chunk(s) and first steps
     g = engine.generate(GenerationRequest(toks, max_tokens=200, speculative=True), cancel=flag)
     assert g.stop_reason == "cancelled"
-    # the flag was seen set at check `set_at`; the loop checks once per step, so no step ran after it
-    assert flag.checks == flag.set_at
+    # the loop checks once per step (a draft model, if asked, once more inside the step): once the flag
+    # is seen set, no further step starts
+    assert flag.set_at <= flag.checks <= flag.set_at + 1
+    assert g.steps <= flag.set_at
     assert len(g.tokens) < 200
 
 

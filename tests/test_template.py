@@ -29,8 +29,16 @@ def test_next_line_takes_the_next_name_of_an_earlier_list():
 
 
 def test_rest_of_line_swaps_the_names_already_swapped():
-    assert draft(INVOICE + '            "issue_date": self.') == ("issue_date,\n", "t-sub")
-    assert draft(INVOICE + '            "issue_date": self.iss') == ("ue_date,\n", "t-sub")
+    # ... and goes on with the list's next line, whose tokens count in the "t-next" bucket
+    d = TemplateDrafter(lambda s: list(s)).propose(INVOICE + '            "issue_date": self.', 200)
+    assert "".join(d.tokens) == 'issue_date,\n            "due_date": self.due_date,\n'
+    assert d.buckets[:12] == ["t-sub"] * 12 and set(d.buckets[12:]) == {"t-next"}
+    assert draft(INVOICE + '            "issue_date": self.iss')[0].startswith("ue_date,\n")
+
+
+def test_no_guess_while_a_new_name_is_still_being_written():
+    # `"issue` may become `"issue_date"` or `"issued_on"`: nothing is drafted until the name is done
+    assert draft(INVOICE + '            "issue') is None
 
 
 def test_names_keep_their_own_case_style():

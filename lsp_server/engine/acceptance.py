@@ -12,7 +12,7 @@ from pathlib import Path
 
 ALL = "*"
 LANGUAGE_WEIGHT = 8.0    # observations after which a language's own rate counts as much as the global one
-PRIOR_WEIGHT = 2.0
+PRIOR_WEIGHT = 6.0     # a few lucky drafts must not make a bucket look reliable
 
 # prior acceptance per bucket: long lookups are usually right, short ones rarely;
 # the draft model's tokens roughly as likely as its own probability says

@@ -83,8 +83,9 @@ def calibration_key(target: LlamaModel, draft: LlamaModel | None, n_threads: int
     def ident(m):
         st = os.stat(m.path)
         return f"{os.path.basename(m.path)}:{st.st_size}:{st.st_mtime_ns}"
+    # the host name too: a cache folder on a shared home must not carry one machine's costs to another
     return "|".join([ident(target), ident(draft) if draft else "-", f"t{n_threads}", f"gpu{gpu}",
-                     platform.machine(), platform.node() if os.environ.get("TANDEM_CALIBRATE_PER_HOST") else ""])
+                     platform.machine(), platform.node()])
 
 
 def calibrate(target: LlamaModel, draft: LlamaModel | None, cache: Path | None, key: str,

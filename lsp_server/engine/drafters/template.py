@@ -87,11 +87,13 @@ def _align(cur: list[str], ref: list[str]) -> tuple[dict[str, str], str, int] | 
             anchors += not c.isspace()
             continue
         if last and _is_ident(c) and _is_ident(r):
+            # the name may still be growing (`max` on the way to `maxBytes`): draft only a known rest
             target = mapping.get(r)
             if target is not None and target.startswith(c):
                 return (mapping, target[len(c):], i + 1) if anchors else None
             if target is None and r.startswith(c):
                 return (mapping, r[len(c):], i + 1) if anchors else None
+            return None
         if _is_ident(c) and _is_ident(r) and mapping.get(r, c) == c:
             mapping[r] = c
             continue
@@ -155,20 +157,32 @@ class TemplateDrafter:
     def propose(self, text: str, max_len: int) -> Draft | None:
         """`text` is everything before the generation point (the prefix plus what was generated)."""
         text = text[-LEFT_CHARS:]
+        cont, bucket = self._continue(text)
+        if not cont:
+            return None
+        cur = text[text.rfind("\n") + 1:]
+        toks = self._tokens_after(cur, cont)
+        buckets = [bucket] * len(toks)
+        if bucket != "t-next" and len(toks) < max_len:
+            # a finished line in a list is usually followed by the list's next line
+            nxt, _ = self._continue(text + cont)
+            if nxt:
+                more = self._tokens_after(cur, cont + nxt)
+                if more[:len(toks)] == toks:
+                    buckets += ["t-next"] * (len(more) - len(toks))
+                    toks = more
+        return Draft(self.name, toks[:max_len], buckets[:max_len]) if toks else None
+
+    def _continue(self, text: str) -> tuple[str, str]:
         cut = text.rfind("\n")
         cur = text[cut + 1:]
         before = text[:cut + 1] if cut >= 0 else ""
         lines = [l for l in before.split("\n")[-LOOKBACK_LINES - 1:-1] if l.strip()]
         if not lines:
-            return None
+            return "", ""
         if cur.strip():
-            cont, bucket = self._rest_of_line(cur, lines)
-        else:
-            cont, bucket = self._next_line(cur, lines, before)
-        if not cont:
-            return None
-        toks = self._tokens_after(cur, cont)[:max_len]
-        return Draft(self.name, toks, [bucket] * len(toks)) if toks else None
+            return self._rest_of_line(cur, lines)
+        return self._next_line(cur, lines, before)
 
     def _rest_of_line(self, cur: str, lines: list[str]) -> tuple[str, str]:
         cl = lex(cur)
