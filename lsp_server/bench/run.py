@@ -10,6 +10,7 @@ from pathlib import Path
 from ..engine import Engine, GenerationRequest
 from ..engine.speculative import Generation
 from ..pipeline import Pipeline
+from . import llama_reference
 from .chart import speedup_svg
 from .fixtures import CATEGORIES, Case, default_root, load_cases
 
@@ -36,6 +37,8 @@ class CategoryResult:
     base: Tally = field(default_factory=Tally)
     spec: Tally = field(default_factory=Tally)
     model: Tally = field(default_factory=Tally)
+    llama: Tally = field(default_factory=Tally)
+    llama_accept: list = field(default_factory=list)
     drafted: dict = field(default_factory=dict)     # drafter -> [drafted, accepted]
     prompts: int = 0
     identical: int = 0
@@ -68,6 +71,8 @@ def run_bench(engine: Engine, args) -> list[dict]:
     pipe = Pipeline(engine)
     results: dict[str, CategoryResult] = {}
     with_model = args.with_model_draft and engine.draft is not None
+    if args.llama_speculative and engine.draft is None:
+        raise SystemExit("tandem: --llama-speculative needs the draft model")
     log = lambda s: print(s, file=sys.stderr, flush=True)
     log(f"bench: {len(cases)} prompts, plain vs tandem{' vs fixed model draft' if with_model else ''}, "
         f"{args.max_tokens} tokens max, {args.repeat} repetition(s)")
@@ -98,6 +103,12 @@ def run_bench(engine: Engine, args) -> list[dict]:
             if with_model:
                 r.model.add(engine.generate(_request(prompt, case, args.max_tokens, speculative=True,
                                                      fixed_model_draft=3)))
+        if args.llama_speculative:
+            ref = llama_reference.run(args.llama_speculative, engine, prompt.tokens, args.max_tokens)
+            r.llama.tokens += ref["tokens"]
+            r.llama.seconds += ref["seconds"]
+            if ref["acceptance"] is not None:
+                r.llama_accept.append(ref["acceptance"])
         if same:
             r.identical += 1
         else:
@@ -117,6 +128,11 @@ def run_bench(engine: Engine, args) -> list[dict]:
                "speedup": round(r.spec.tok_s / r.base.tok_s, 3) if r.base.tok_s else 0.0,
                "identical": round(r.identical / r.prompts, 3), "divergences": r.divergences,
                "mean_prompt_tokens": round(r.prompt_tokens / r.prompts)}
+        if args.llama_speculative:
+            row["llama_speculative_tok_s"] = round(r.llama.tok_s, 2)
+            row["llama_speculative_speedup"] = round(r.llama.tok_s / r.base.tok_s, 3) if r.base.tok_s else 0.0
+            row["llama_speculative_acceptance"] = (round(sum(r.llama_accept) / len(r.llama_accept), 3)
+                                                   if r.llama_accept else None)
         if with_model:
             row["model_draft_k3_tok_s"] = round(r.model.tok_s, 2)
             row["model_draft_k3_speedup"] = round(r.model.tok_s / r.base.tok_s, 3) if r.base.tok_s else 0.0
@@ -128,7 +144,7 @@ def run_bench(engine: Engine, args) -> list[dict]:
         log("measuring resident memory of the target alone and of the pair (fresh processes)...")
         memory = measure(engine.target.path, engine.draft.path if engine.draft else None, engine.cfg.n_ctx)
 
-    _print_table(rows, memory, with_model, time.perf_counter() - t_start, engine)
+    _print_table(rows, memory, with_model, time.perf_counter() - t_start, engine, bool(args.llama_speculative))
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "memory": memory,
                                                "costs": engine.costs.to_json(),
@@ -140,10 +156,11 @@ def run_bench(engine: Engine, args) -> list[dict]:
     return rows
 
 
-def _print_table(rows, memory, with_model, seconds, engine) -> None:
+def _print_table(rows, memory, with_model, seconds, engine, with_llama=False) -> None:
     drafters = sorted({k for r in rows for k in r["acceptance"]}) or ["ngram"]
     head = (f"| Task type | Plain target | Tandem | " + " | ".join(f"Acceptance ({d})" for d in drafters)
-            + " | Net speedup | Identical |" + (" Model draft k=3 |" if with_model else ""))
+            + " | Net speedup | Identical |" + (" Model draft k=3 |" if with_model else "")
+            + (" llama-speculative-simple (k=3) |" if with_llama else ""))
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for r in rows:
@@ -153,6 +170,10 @@ def _print_table(rows, memory, with_model, seconds, engine) -> None:
                 f"{r['speedup']:.2f}x | {r['identical'] * 100:.0f}% |")
         if with_model:
             line += f" {r['model_draft_k3_tok_s']:.1f} tok/s ({r['model_draft_k3_speedup']:.2f}x) |"
+        if with_llama:
+            acc = r["llama_speculative_acceptance"]
+            line += (f" {r['llama_speculative_tok_s']:.1f} tok/s ({r['llama_speculative_speedup']:.2f}x"
+                     f"{f', {acc * 100:.0f}% accepted' if acc is not None else ''}) |")
         print(line)
     for r in rows:
         for d in r["divergences"]:

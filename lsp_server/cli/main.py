@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeat", type=int, default=1, help="timed repetitions of each prompt (default 1)")
     b.add_argument("--with-model-draft", action="store_true",
                    help="also run a fixed draft-model speculation (k=3, like llama.cpp's default) per prompt")
+    b.add_argument("--llama-speculative", metavar="BIN",
+                   help="also run llama.cpp's llama-speculative-simple (k=3) on the same prompts and models "
+                        "(build it with scripts/build-llama-reference.sh)")
     b.add_argument("--no-memory", action="store_true", help="skip the resident-memory measurement")
     add_engine_options(b)
     b.set_defaults(func=cmd_bench, stats="")

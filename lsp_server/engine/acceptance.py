@@ -6,12 +6,14 @@ and that leans on a prior per bucket until there is evidence at all.
 from __future__ import annotations
 
 import json
+import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 ALL = "*"
 LANGUAGE_WEIGHT = 8.0    # observations after which a language's own rate counts as much as the global one
+EXPLORATION = 1.0        # standard deviations of optimism for little-tried buckets
 PRIOR_WEIGHT = 6.0     # a few lucky drafts must not make a bucket look reliable
 
 # prior acceptance per bucket: long lookups are usually right, short ones rarely;
@@ -51,13 +53,17 @@ class AcceptanceStats:
         return f"{lang}|{drafter}|{bucket}|{position_bucket(pos)}"
 
     def estimate(self, lang: str, drafter: str, bucket: str, pos: int) -> float:
+        """Acceptance to plan with: the blended rate plus an exploration bonus that shrinks with evidence
+        (upper confidence bound), so a kind of draft nobody has tried yet still gets tried."""
         # once a draft's first tokens are right it is usually on the right track: later positions start
         # from a higher prior
         prior = min(0.95, PRIORS.get(bucket.rstrip("+"), 0.5) + POSITION_BONUS[position_bucket(pos)])
         g = self.rates.get(self._key(ALL, drafter, bucket, pos), Rate())
         q_all = (g.accepted + PRIOR_WEIGHT * prior) / (g.tried + PRIOR_WEIGHT)
         r = self.rates.get(self._key(lang, drafter, bucket, pos), Rate())
-        return (r.accepted + LANGUAGE_WEIGHT * q_all) / (r.tried + LANGUAGE_WEIGHT)
+        q = (r.accepted + LANGUAGE_WEIGHT * q_all) / (r.tried + LANGUAGE_WEIGHT)
+        evidence = g.tried + r.tried + PRIOR_WEIGHT
+        return min(0.99, q + EXPLORATION * math.sqrt(q * (1 - q) / evidence))
 
     def record(self, lang: str, drafter: str, buckets: list[str], n_accepted: int) -> None:
         """The first n_accepted of these drafted tokens were accepted; the next one (if any) was not."""
