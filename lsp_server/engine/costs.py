@@ -16,15 +16,19 @@ from .llama import LlamaModel
 
 CALIBRATION_SIZES = (1, 2, 3, 4, 5, 6, 8, 12, 16)
 CALIBRATION_CONTEXT = 192
-EMA = 0.1
+SCALE_EMA = 0.1    # how fast the curve follows the machine's speed
+SHAPE_EMA = 0.01   # how fast one size's own measurements reshape the curve
 
 
 @dataclass
 class CostModel:
-    batch_s: dict[int, float] = field(default_factory=dict)   # T(n): seconds for a target batch of n
+    """T(n) = scale * shape(n): the shape of the curve comes from calibration, the scale follows the
+    machine's current speed, so a size that is rarely tried does not keep a stale cost."""
+    batch_s: dict[int, float] = field(default_factory=dict)   # shape: seconds for a batch of n, as measured
     draft_token_s: float | None = None                       # seconds for one draft-model token
+    scale: float = 1.0
 
-    def target(self, n: int) -> float:
+    def _shape(self, n: int) -> float:
         sizes = sorted(self.batch_s)
         if n in self.batch_s:
             return self.batch_s[n]
@@ -36,14 +40,18 @@ class CostModel:
         w = (n - lo) / (hi - lo)
         return self.batch_s[lo] * (1 - w) + self.batch_s[hi] * w
 
+    def target(self, n: int) -> float:
+        return self.scale * self._shape(n)
+
     def observe_target(self, n: int, seconds: float) -> None:
-        old = self.batch_s.get(n)
-        self.batch_s[n] = seconds if old is None else (1 - EMA) * old + EMA * seconds
+        shape = self._shape(n)
+        self.scale += SCALE_EMA * (seconds / shape - self.scale)
+        self.batch_s[n] = (1 - SHAPE_EMA) * shape + SHAPE_EMA * seconds / self.scale
         self._keep_monotone()
 
     def observe_draft(self, seconds_per_token: float) -> None:
         old = self.draft_token_s
-        self.draft_token_s = seconds_per_token if old is None else (1 - EMA) * old + EMA * seconds_per_token
+        self.draft_token_s = seconds_per_token if old is None else (1 - SCALE_EMA) * old + SCALE_EMA * seconds_per_token
 
     def _keep_monotone(self) -> None:
         # a noisy sample must not make a bigger batch look cheaper than a smaller one
@@ -52,7 +60,8 @@ class CostModel:
             prev = self.batch_s[n] = max(self.batch_s[n], prev)
 
     def to_json(self) -> dict:
-        return {"batch_s": {str(k): v for k, v in self.batch_s.items()}, "draft_token_s": self.draft_token_s}
+        return {"batch_s": {str(k): self.target(k) for k in sorted(self.batch_s)},
+                "draft_token_s": self.draft_token_s}
 
     @classmethod
     def from_json(cls, d: dict) -> "CostModel":
