@@ -18,11 +18,11 @@ PRIOR_WEIGHT = 6.0     # a few lucky drafts must not make a bucket look reliable
 
 # prior acceptance per bucket: long lookups are usually right, short ones rarely;
 # the draft model's tokens roughly as likely as its own probability says
-PRIORS = {"run": .8, "t-sub": .75, "t-same": .65, "t-next": .55, "n8": .65, "n7": .62, "n6": .6, "n5": .55, "n4": .5, "n3": .4, "n2": .3,
+PRIORS = {"run": .7, "t-sub": .75, "t-same": .65, "t-next": .55, "n8": .6, "n7": .55, "n6": .5, "n5": .45, "n4": .4, "n3": .3, "n2": .2,
           "p98": .9, "p90": .8, "p75": .65, "p50": .45, "p25": .25, "p0": .1}
 
 
-POSITION_BONUS = {"1": 0.0, "2": 0.1, "3-4": 0.15, "5-8": 0.2, "9+": 0.2}
+POSITION_BONUS = {"1": 0.0, "2": 0.05, "3-4": 0.1, "5-8": 0.12, "9+": 0.12}
 
 
 def position_bucket(i: int) -> str:
@@ -62,6 +62,10 @@ class AcceptanceStats:
         q_all = (g.accepted + PRIOR_WEIGHT * prior) / (g.tried + PRIOR_WEIGHT)
         r = self.rates.get(self._key(lang, drafter, bucket, pos), Rate())
         q = (r.accepted + LANGUAGE_WEIGHT * q_all) / (r.tried + LANGUAGE_WEIGHT)
+        if pos > 1:
+            # only the first token is explored: optimism about later ones would make every draft long,
+            # and on a CPU a long rejected draft is the costliest mistake
+            return q
         evidence = g.tried + r.tried + PRIOR_WEIGHT
         return min(0.99, q + EXPLORATION * math.sqrt(q * (1 - q) / evidence))
 
