@@ -25,7 +25,7 @@ models: install
 	$(VENV)/bin/tandem models pull
 
 demo: models
-	$(VENV)/bin/tandem complete $(DEMO_FILE) --line $(DEMO_LINE) --col $(DEMO_COL)
+	$(VENV)/bin/tandem complete $(DEMO_FILE) --line $(DEMO_LINE) --col $(DEMO_COL) --max-tokens 128
 
 test: models
 	$(PY) -m pytest -q -p no:cacheprovider
