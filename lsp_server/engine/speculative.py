@@ -145,71 +145,22 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         if speculate and ngram:
             ngram.extend([tok])
 
-        draft: Draft | None = None
-        n, best_rate = 0, controller.plain_rate()
-        if speculate:
-            max_len = min(controller.draft_max, req.max_tokens - len(out.tokens))
-            if fixed and max_len > 0:
-                draft = model_drafter.propose(req.tokens + out.tokens, min(fixed, max_len),
-                                              lambda d: True, cancel)
-                n = len(draft.tokens)
-            elif max_len > 0:
-                free = [ngram.propose(max_len) if ngram else None,
-                        template.propose(req.left_text + out.text, max_len) if template else None]
-                for cand in free:
-                    if cand and last_gap >= CONFIDENT:
-                        cand.buckets = [b + "+" for b in cand.buckets]
-                    plan = controller.plan(lang, cand)
-                    if plan.n_verify and plan.expected_rate > best_rate:
-                        draft, n, best_rate = cand, plan.n_verify, plan.expected_rate
-                ctx = req.tokens + out.tokens
-                if (use_model and controller.model_can_pay(than=best_rate)
-                        and len(ctx) - model_drafter.model.common_prefix(ctx) <= MODEL_CATCHUP_MAX):
-                    mdraft = model_drafter.propose(
-                        ctx, max_len, lambda d: controller.keep_drafting(lang, d), cancel)
-                    if mdraft.tokens:
-                        controller.costs.observe_draft(mdraft.cost_s / len(mdraft.tokens))
-                        mplan = controller.plan(lang, mdraft)
-                        if mplan.n_verify and mplan.expected_rate > best_rate:
-                            draft, n = mdraft, mplan.n_verify
+        draft, n = (_choose_draft(controller, req, out, last_gap, ngram, template,
+                                  model_drafter if use_model else None, fixed, cancel)
+                    if speculate else (None, 0))
         drafted = draft.tokens[:n] if n else []
 
-        base = len(target.tokens)
-        inputs = [tok] + drafted
-        ts = time.perf_counter()
-        target.decode(inputs, all_logits=bool(n))
-        accepted, right, next_tok, margins, retry_s = 0, 0, None, [], 0.0
-        for i in range(n + 1):
-            row = target.logits(i if n else -1)
-            pred, m = top2(row)
-            if n and m < NEAR_TIE:
-                # a verify batch computes its rows with other kernels than one-token decoding, and at a
-                # near-tie that can flip the choice: decide this position the way plain decoding does
-                tr = time.perf_counter()
-                target.truncate(base + i)
-                target.decode([inputs[i]])
-                pred, m = top2(target.logits(-1))
-                retry_s = time.perf_counter() - tr
-                margins.append(m)
-                next_tok = pred
-                near_ties += 1
-                right += i < n and pred == drafted[i]   # for the statistics: the draft was right here
-                break
-            margins.append(m)
-            if i < n and pred == drafted[i]:
-                accepted += 1
-                continue
-            next_tok = pred
-            break
-        target.truncate(base + 1 + accepted)
-        controller.costs.observe_target(n + 1, time.perf_counter() - ts - retry_s)
+        v = _verify(target, [tok] + drafted)
+        controller.costs.observe_target(n + 1, v.seconds)
+        near_ties += v.near_tie
+        accepted, next_tok, margins = v.accepted, v.next_tok, v.margins
         steps += 1
         if trace and n:
             log.debug("step %d: %s drafted %r (%s), accepted %d, target says %r", steps, draft.drafter,
                       target.detokenize(drafted), ",".join(draft.buckets[:n]), accepted,
                       target.detokenize([next_tok]))
         if n:
-            controller.stats.record(lang, draft.drafter, draft.buckets[:n], accepted + right)
+            controller.stats.record(lang, draft.drafter, draft.buckets[:n], accepted + v.right)
             c = counts.setdefault(draft.drafter, DrafterCount())
             c.steps += 1
             c.drafted += n
@@ -229,3 +180,72 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
     return Generation(text=out.text, tokens=out.tokens, stop_reason=reason, prompt_tokens=len(req.tokens),
                       prompt_reused=reused, prompt_s=t_gen - t0, gen_s=t_end - t_gen, steps=steps,
                       drafters=counts, margins=out.margins, near_ties=near_ties)
+
+
+def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, last_gap: float,
+                  ngram: NgramDrafter | None, template: TemplateDrafter | None,
+                  model_drafter: ModelDrafter | None, fixed: int, cancel) -> tuple[Draft | None, int]:
+    """The draft to verify and how many of its tokens (0: plain decoding this step)."""
+    max_len = min(controller.draft_max, req.max_tokens - len(out.tokens))
+    if max_len <= 0:
+        return None, 0
+    if fixed:
+        draft = model_drafter.propose(req.tokens + out.tokens, min(fixed, max_len), lambda d: True, cancel)
+        return draft, len(draft.tokens)
+    lang = req.language
+    best: tuple[Draft | None, int] = (None, 0)
+    best_rate = controller.plain_rate()
+    for cand in (ngram.propose(max_len) if ngram else None,
+                 template.propose(req.left_text + out.text, max_len) if template else None):
+        if cand and last_gap >= CONFIDENT:
+            cand.buckets = [b + "+" for b in cand.buckets]
+        plan = controller.plan(lang, cand)
+        if plan.n_verify and plan.expected_rate > best_rate:
+            best, best_rate = (cand, plan.n_verify), plan.expected_rate
+    if model_drafter is not None and controller.model_can_pay(than=best_rate):
+        ctx = req.tokens + out.tokens
+        if len(ctx) - model_drafter.model.common_prefix(ctx) <= MODEL_CATCHUP_MAX:
+            mdraft = model_drafter.propose(ctx, max_len, lambda d: controller.keep_drafting(lang, d), cancel)
+            if mdraft.tokens:
+                controller.costs.observe_draft(mdraft.cost_s / len(mdraft.tokens))
+                mplan = controller.plan(lang, mdraft)
+                if mplan.n_verify and mplan.expected_rate > best_rate:
+                    best = (mdraft, mplan.n_verify)
+    return best
+
+
+@dataclass
+class _Verdict:
+    accepted: int           # drafted tokens accepted
+    next_tok: int           # the target's own token after them
+    margins: list[float]    # top-2 gap of each row read, the last one for next_tok
+    seconds: float          # the batch's cost (without a near-tie re-decode)
+    near_tie: bool = False
+    right: int = 0          # 1 when a near-tie re-decode found the draft right at that row
+
+
+def _verify(target: LlamaModel, inputs: list[int]) -> _Verdict:
+    """Decode `[last] + draft` in one batch, accept the agreeing prefix, roll the cache back to it."""
+    n = len(inputs) - 1
+    base = len(target.tokens)
+    ts = time.perf_counter()
+    target.decode(inputs, all_logits=bool(n))
+    margins: list[float] = []
+    for i in range(n + 1):
+        pred, m = top2(target.logits(i if n else -1))
+        if n and m < NEAR_TIE:
+            # a verify batch computes its rows with other kernels than one-token decoding, and at a
+            # near-tie that can flip the choice: decide this position the way plain decoding does
+            seconds = time.perf_counter() - ts
+            target.truncate(base + i)
+            target.decode([inputs[i]])
+            pred, m = top2(target.logits(-1))
+            margins.append(m)
+            return _Verdict(i, pred, margins, seconds, near_tie=True,
+                            right=int(i < n and pred == inputs[i + 1]))
+        margins.append(m)
+        if i < n and pred == inputs[i + 1]:
+            continue
+        target.truncate(base + 1 + i)
+        return _Verdict(i, pred, margins, time.perf_counter() - ts)
+    raise AssertionError("unreachable: the last row always ends the loop")
