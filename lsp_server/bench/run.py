@@ -46,17 +46,16 @@ class CategoryResult:
     prompt_tokens: int = 0
 
 
-def _request(prompt, case: Case, max_tokens: int, **kw) -> GenerationRequest:
-    prefix = case.document.text[:case.document.offset(case.line, case.col)]
+def _request(prompt, prefix: str, case: Case, max_tokens: int, **kw) -> GenerationRequest:
     return GenerationRequest(prompt.tokens, max_tokens=max_tokens, stop=prompt.stop,
                              language=case.document.language, left_text=prefix, **kw)
 
 
-def _divergence(engine: Engine, prompt, case, max_tokens, base: Generation, spec: Generation) -> dict:
+def _divergence(engine: Engine, prompt, prefix, case, max_tokens, base: Generation, spec: Generation) -> dict:
     i = next((k for k, (a, b) in enumerate(zip(base.tokens, spec.tokens)) if a != b),
              min(len(base.tokens), len(spec.tokens)))
     # margins are recorded in an extra, untimed plain run so the timed runs carry no extra work
-    ref = engine.generate(_request(prompt, case, max_tokens, speculative=False, record_margins=True))
+    ref = engine.generate(_request(prompt, prefix, case, max_tokens, speculative=False, record_margins=True))
     gap = ref.margins[i] if i < len(ref.margins) else None
     return {"file": f"{case.category}/{case.name}", "token_index": i, "top2_gap": gap,
             "near_tie": gap is not None and gap < NEAR_TIE,
@@ -78,10 +77,10 @@ def run_bench(engine: Engine, args) -> list[dict]:
         f"{args.max_tokens} tokens max, {args.repeat} repetition(s)")
     t_start = time.perf_counter()
     # warm-up: the first decode of a process pays for page faults and thread start
-    warm, _, _ = pipe.prompt_for(cases[0].document, cases[0].line, cases[0].col)
-    engine.generate(_request(warm, cases[0], 8, speculative=False))
+    warm, warm_prefix, _ = pipe.prompt_for(cases[0].document, cases[0].line, cases[0].col)
+    engine.generate(_request(warm, warm_prefix, cases[0], 8, speculative=False))
     for n, case in enumerate(cases, 1):
-        prompt, _, _ = pipe.prompt_for(case.document, case.line, case.col)
+        prompt, prefix, _ = pipe.prompt_for(case.document, case.line, case.col)
         r = results.setdefault(case.category, CategoryResult(case.category))
         r.prompts += 1
         r.prompt_tokens += len(prompt.tokens)
@@ -90,8 +89,8 @@ def run_bench(engine: Engine, args) -> list[dict]:
         engine.prewarm(prompt.tokens, draft=with_model)
         same = True
         for _ in range(args.repeat):
-            base = engine.generate(_request(prompt, case, args.max_tokens, speculative=False))
-            spec = engine.generate(_request(prompt, case, args.max_tokens, speculative=True))
+            base = engine.generate(_request(prompt, prefix, case, args.max_tokens, speculative=False))
+            spec = engine.generate(_request(prompt, prefix, case, args.max_tokens, speculative=True))
             r.base.add(base)
             r.spec.add(spec)
             for k, c in spec.drafters.items():
@@ -101,7 +100,7 @@ def run_bench(engine: Engine, args) -> list[dict]:
             # the output is the text: tokens past a stop string are generated but never shown
             same = same and base.text == spec.text
             if with_model:
-                r.model.add(engine.generate(_request(prompt, case, args.max_tokens, speculative=True,
+                r.model.add(engine.generate(_request(prompt, prefix, case, args.max_tokens, speculative=True,
                                                      fixed_model_draft=3)))
         if args.llama_speculative:
             ref = llama_reference.run(args.llama_speculative, engine, prompt.tokens, args.max_tokens)
@@ -112,7 +111,7 @@ def run_bench(engine: Engine, args) -> list[dict]:
         if same:
             r.identical += 1
         else:
-            r.divergences.append(_divergence(engine, prompt, case, args.max_tokens, base, spec))
+            r.divergences.append(_divergence(engine, prompt, prefix, case, args.max_tokens, base, spec))
         used = ", ".join(f"{k} {c.accepted}/{c.drafted}" for k, c in spec.drafters.items()) or "no drafts"
         log(f"[{n}/{len(cases)}] {case.category}/{case.name}: {len(base.tokens)} tokens, "
             f"plain {base.tok_s:.1f} tok/s, tandem {spec.tok_s:.1f} tok/s ({used}, {spec.steps} steps, "
