@@ -115,3 +115,15 @@ def test_default_pair_vocabularies_are_compatible(engine):
     from lsp_server.engine.vocab import incompatibility
     assert engine.draft is not None
     assert incompatibility(engine.target, engine.draft) is None
+
+
+def test_gpu_layers_on_a_cpu_build_are_reported():
+    import llama_cpp
+    e = Engine(EngineConfig(draft_path="none", n_gpu_layers=99, stats_path=""))
+    try:
+        if llama_cpp.llama_supports_gpu_offload():
+            assert not any("no GPU support" in w for w in e.warnings)
+        else:
+            assert any("no GPU support" in w for w in e.warnings)
+    finally:
+        e.close()
