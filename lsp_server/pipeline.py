@@ -1,12 +1,16 @@
 """One completion request through every stage: context -> prompt -> engine -> postprocess.
-The `tandem` CLI and the language server both call this."""
+The `tandem` CLI and the language server both call this; the server splits it in `plan` and `run` to put its
+caches in between."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from . import postprocess
 from .context import Document
+from .context.assemble import CursorContext, DefinitionIndex, gather
+from .context.trigger import Mode
 from .engine import Engine, Generation, GenerationRequest
 from .prompt import Prompt, PromptBudget, PromptParts, build_prompt
 
@@ -16,37 +20,101 @@ class CompletionRequest:
     document: Document
     line: int                 # 0-based
     col: int                  # 0-based, in characters
-    max_tokens: int = 64
+    max_tokens: int = 64      # for a multi-line completion
+    max_tokens_single_line: int = 40
     speculative: bool = True
     time_budget_s: float | None = None
     record_margins: bool = False
+    others: list[Document] = field(default_factory=list)   # the other open documents
+    multiline: bool | None = None   # None: tree-sitter decides
+    force: bool = False             # complete even where ghost text cannot be right
+
+
+@dataclass
+class Plan:
+    """A request after the context and prompt stages: what the engine will be asked."""
+    request: CompletionRequest
+    context: CursorContext
+    prompt: Prompt
+    max_tokens: int
+    stop: tuple[str, ...]
+
+    @property
+    def prefix(self) -> str:
+        return self.context.prefix
+
+    @property
+    def suffix(self) -> str:
+        return self.context.suffix
+
+    @property
+    def mode(self) -> Mode:
+        return self.context.mode
+
+    @property
+    def around(self) -> postprocess.Around:
+        return postprocess.Around(self.prefix, self.suffix, self.context.language, self.mode.multiline)
 
 
 @dataclass
 class Completion:
     text: str                 # what the editor inserts at the cursor
     raw: str                  # what the model wrote, before post-processing
-    generation: Generation
-    prompt: Prompt
+    generation: Generation | None
+    prompt: Prompt | None
+    mode: Mode | None = None
+    skipped: str = ""         # why nothing was generated
 
 
 class Pipeline:
     def __init__(self, engine: Engine, budget: PromptBudget | None = None):
         self.engine = engine
-        reserve = 64 + engine.cfg.draft_max + 16
+        self.index = DefinitionIndex()
+        reserve = 128 + engine.cfg.draft_max + 16
+        prefix = min(1536, engine.cfg.n_ctx // 2)
         self.budget = budget or PromptBudget(
-            prefix_tokens=min(1536, engine.cfg.n_ctx // 2), suffix_tokens=256,
-            context_tokens=max(0, engine.cfg.n_ctx - min(1536, engine.cfg.n_ctx // 2) - 256 - reserve - 16))
+            prefix_tokens=prefix, suffix_tokens=256,
+            context_tokens=max(0, engine.cfg.n_ctx - prefix - 256 - reserve - 64))
 
     def prompt_for(self, doc: Document, line: int, col: int) -> tuple[Prompt, str, str]:
+        """The plain prompt of a position (no other files), as the benchmark uses it."""
         prefix, suffix = doc.split(line, col)
         return build_prompt(self.engine, PromptParts(prefix, suffix, path=doc.path), self.budget), prefix, suffix
 
-    def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Completion:
-        prompt, prefix, suffix = self.prompt_for(req.document, req.line, req.col)
-        gen = self.engine.generate(GenerationRequest(
-            prompt.tokens, max_tokens=req.max_tokens, stop=prompt.stop, language=req.document.language,
+    def plan(self, req: CompletionRequest) -> Plan:
+        ctx = gather(req.document, req.line, req.col, req.others, self.index, self.budget.context_tokens)
+        if req.multiline is not None:
+            ctx.mode = Mode(True, req.multiline, "asked")
+        prompt = build_prompt(self.engine, PromptParts(ctx.prefix, ctx.suffix, path=req.document.path,
+                                                       files=ctx.files, outline=ctx.outline), self.budget)
+        multiline = ctx.mode.multiline
+        # single-line: the engine stops at the end of the first line with text (a line ending at the cursor
+        # may be followed by the next line), so "\n" alone is not a stop string here
+        stop = prompt.stop if multiline else tuple(s for s in prompt.stop if s != "\n")
+        return Plan(req, ctx, prompt, req.max_tokens if multiline else req.max_tokens_single_line, stop)
+
+    def stable_tokens(self, plan: Plan) -> list[int]:
+        """The part of the prompt a keystroke at the cursor does not change: everything before the suffix."""
+        fim = self.engine.fim
+        toks = plan.prompt.tokens
+        if fim is None or fim.suffix not in toks:
+            return toks
+        return toks[:toks.index(fim.suffix)]
+
+    def generate(self, plan: Plan, cancel: threading.Event | None = None,
+                 on_text: Callable[[str], None] | None = None) -> Generation:
+        req = plan.request
+        return self.engine.generate(GenerationRequest(
+            plan.prompt.tokens, max_tokens=plan.max_tokens, stop=plan.stop, language=req.document.language,
             speculative=req.speculative, time_budget_s=req.time_budget_s, record_margins=req.record_margins,
-            left_text=prefix),
-            cancel)
-        return Completion(postprocess.run(gen.text, prefix, suffix), gen.text, gen, prompt)
+            left_text=plan.prefix, on_text=on_text, single_line=not plan.mode.multiline), cancel)
+
+    def finish(self, plan: Plan, gen: Generation) -> Completion:
+        around = replace(plan.around, truncated=gen.stop_reason in ("length", "time"))
+        return Completion(postprocess.run(gen.text, around), gen.text, gen, plan.prompt, plan.mode)
+
+    def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Completion:
+        plan = self.plan(req)
+        if not plan.mode.complete and not req.force:
+            return Completion("", "", None, plan.prompt, plan.mode, skipped=plan.mode.why)
+        return self.finish(plan, self.generate(plan, cancel))

@@ -64,8 +64,12 @@ def cmd_complete(args) -> None:
         _die(str(e))
     engine, load_s = _load_engine(args, speculation=not args.no_spec)
     try:
+        multiline = {"auto": None, "multi": True, "single": False}[args.lines]
         c = Pipeline(engine).complete(CompletionRequest(doc, args.line - 1, args.col - 1,
-                                                        max_tokens=args.max_tokens, speculative=not args.no_spec))
+                                                        max_tokens=args.max_tokens,
+                                                        max_tokens_single_line=args.max_tokens,
+                                                        speculative=not args.no_spec, multiline=multiline,
+                                                        force=True))
     except ContextFullError as e:
         _die(str(e), 1)
     finally:
@@ -79,6 +83,7 @@ def cmd_complete(args) -> None:
         "speculative": not args.no_spec,
         "drafters": {k: {"steps": v.steps, "drafted": v.drafted, "accepted": v.accepted,
                          "acceptance": round(v.acceptance, 3)} for k, v in g.drafters.items()},
+        "mode": "multi-line" if c.mode.multiline else "single-line", "mode_reason": c.mode.why,
         "warnings": engine.warnings,
     }
     if args.json:
@@ -92,10 +97,24 @@ def cmd_complete(args) -> None:
     print(f"{stats['tokens']} tokens in {stats['seconds']:.2f}s = {stats['tok_s']:.1f} tok/s "
           f"({'speculative' if stats['speculative'] else 'plain'}, {stats['steps']} target steps, "
           f"stopped: {stats['stop_reason']})\n"
+          f"mode: {stats['mode']} ({stats['mode_reason']})\n"
           f"drafts: {d}\n"
           f"prompt: {stats['prompt_tokens']} tokens, {stats['prompt_evaluated']} evaluated, "
           f"{stats['prompt_reused']} reused from the KV cache, {stats['prompt_seconds']:.2f}s; "
           f"models loaded in {stats['load_seconds']:.1f}s", file=sys.stderr)
+
+
+def cmd_serve(args) -> None:
+    from ..protocol.server import serve
+    serve(tcp_port=args.tcp, host=args.host)
+
+
+def cmd_replay(args) -> None:
+    from ..bench.replay import run_replay
+    try:
+        run_replay(args)
+    except (FileNotFoundError, RuntimeError, ValueError) as e:
+        _die(str(e), 1)
 
 
 def cmd_bench(args) -> None:
@@ -121,6 +140,21 @@ def build_parser() -> argparse.ArgumentParser:
     msub.add_parser("list", help="show the cached models and their state")
     m.set_defaults(func=cmd_models)
 
+    s = sub.add_parser("serve", help="the language server editors start (stdio, or --tcp PORT)")
+    s.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
+    s.add_argument("--tcp", type=int, metavar="PORT", help="listen on this TCP port instead of stdio")
+    s.add_argument("--host", default="127.0.0.1", help="address for --tcp (default 127.0.0.1)")
+    s.set_defaults(func=cmd_serve)
+
+    r = sub.add_parser("replay", help="replay typing sessions against `tandem serve` and report what users feel")
+    r.add_argument("--sessions", help="a sessions.json (default: fixtures/replays/sessions.json)")
+    r.add_argument("--only", nargs="*", help="only these session files (by name)")
+    r.add_argument("--speed", type=float, default=1.0, help="typing speed factor (2 = twice as fast)")
+    r.add_argument("--limit-chars", type=int, help="type at most this many characters per session")
+    r.add_argument("--options", help="initializationOptions for the server, as JSON")
+    r.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    r.set_defaults(func=cmd_replay)
+
     c = sub.add_parser("complete", help="print the completion at a position of a file")
     c.add_argument("file")
     c.add_argument("--line", type=int, required=True, help="1-based line")
@@ -129,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print the completion and statistics as JSON")
     c.add_argument("--max-tokens", type=int, default=64)
     c.add_argument("--language", help="override the language guessed from the file name")
+    c.add_argument("--lines", choices=("auto", "single", "multi"), default="auto",
+                   help="one line or a block; auto: tree-sitter decides from the cursor's place (default)")
     add_engine_options(c)
     c.set_defaults(func=cmd_complete)
 

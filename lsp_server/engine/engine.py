@@ -15,7 +15,7 @@ from .controller import Controller
 from .costs import calibrate, calibration_key
 from .drafters import ModelDrafter, NgramDrafter, TemplateDrafter
 from .gguf import ModelFileError
-from .llama import LlamaModel
+from .llama import Cancelled, LlamaModel
 from .speculative import Generation, GenerationRequest, generate
 from .vocab import FimTokens, fim_tokens, incompatibility
 
@@ -111,12 +111,18 @@ class Engine:
             return generate(self.target, self.controller, req, cancel, self.ngram, self.model_drafter,
                             self.template)
 
-    def prewarm(self, tokens: list[int], cancel: threading.Event | None = None, draft: bool = False) -> None:
-        """Evaluate a prompt ahead of its request, in the draft model too where it may be used (or `draft`)."""
+    def prewarm(self, tokens: list[int], cancel: threading.Event | None = None, draft: bool = False) -> int:
+        """Evaluate a prompt ahead of its request, in the draft model too where it may be used (or `draft`).
+        Returns the target tokens evaluated; a cancel keeps what was evaluated before it."""
         with self.lock:
-            self.target.prefill(tokens, cancel=cancel)
-            if self.draft is not None and self.cfg.speculation and (draft or self.controller.model_can_pay()):
-                self.draft.prefill(tokens, cancel=cancel)
+            before = self.target.common_prefix(tokens)
+            try:
+                self.target.prefill(tokens, cancel=cancel)
+                if self.draft is not None and self.cfg.speculation and (draft or self.controller.model_can_pay()):
+                    self.draft.prefill(tokens, cancel=cancel)
+            except Cancelled:
+                pass
+            return self.target.common_prefix(tokens) - before
 
     def close(self) -> None:
         self.stats.save()

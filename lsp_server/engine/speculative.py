@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -25,6 +26,8 @@ class GenerationRequest:
     left_text: str = ""            # the text before the generation point, for structural drafters
     fixed_model_draft: int = 0     # >0: always draft this many tokens with the draft model, like
                                    # llama.cpp's fixed --draft settings (a comparison, not the controller)
+    on_text: Callable[[str], None] | None = None   # called with the text so far after each verify step
+    single_line: bool = False      # stop at the end of the first line that has text (leading newlines pass)
 
 
 @dataclass
@@ -85,6 +88,12 @@ class _Output:
             start = max(0, before - self._longest_stop)
             cut = min((i for s in self.req.stop if (i := self.text.find(s, start)) >= 0), default=-1)
             if cut >= 0:
+                self.text = self.text[:cut]
+                return "stop"
+        if self.req.single_line:
+            body = len(self.text) - len(self.text.lstrip())
+            cut = self.text.find("\n", body)
+            if body < len(self.text) and cut >= 0:
                 self.text = self.text[:cut]
                 return "stop"
         if len(self.tokens) >= self.req.max_tokens:
@@ -173,6 +182,8 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
                 ngram.extend([drafted[i]])
         if reason:
             break
+        if req.on_text is not None:
+            req.on_text(out.text)
         tok, last_gap = next_tok, margins[-1]
         margin = last_gap if record else None
 

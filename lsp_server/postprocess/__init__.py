@@ -1,13 +1,33 @@
 """Turns raw model text into what the editor shows. One filter per module; each is a pure function
-(completion, prefix, suffix) -> completion, knows nothing of the engine, and has golden cases in tests."""
+(completion, Around) -> completion, knows nothing of the engine, and has golden cases in
+tests/golden/postprocess/<filter>.toml."""
 from __future__ import annotations
 
-from . import drop_closer_overlap, trim_trailing_blank
+from .around import Around
+from . import (drop_closer_overlap, drop_repetition, drop_suffix_repeat, drop_unfinished_line, single_line,
+               stay_in_block, syntax_cut, trim_trailing_blank)
 
-FILTERS = (trim_trailing_blank.apply, drop_closer_overlap.apply)
+FILTERS = {
+    "single_line": single_line.apply,
+    "drop_unfinished_line": drop_unfinished_line.apply,
+    "trim_trailing_blank": trim_trailing_blank.apply,
+    "drop_repetition": drop_repetition.apply,
+    "stay_in_block": stay_in_block.apply,
+    "drop_suffix_repeat": drop_suffix_repeat.apply,
+    "drop_closer_overlap": drop_closer_overlap.apply,
+    "syntax_cut": syntax_cut.apply,
+}
+# trimming again last: a cut may leave trailing blank lines behind
+ORDER = ("single_line", "drop_unfinished_line", "trim_trailing_blank", "drop_repetition", "stay_in_block", "drop_suffix_repeat",
+         "drop_closer_overlap", "syntax_cut", "trim_trailing_blank")
 
 
-def run(completion: str, prefix: str, suffix: str) -> str:
-    for f in FILTERS:
-        completion = f(completion, prefix, suffix)
+def run(completion: str, around: Around) -> str:
+    for name in ORDER:
+        if not completion:
+            break
+        completion = FILTERS[name](completion, around)
     return completion
+
+
+__all__ = ["Around", "FILTERS", "run"]

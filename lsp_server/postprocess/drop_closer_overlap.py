@@ -1,6 +1,8 @@
 """Drop closing brackets at the end of the completion that the suffix already starts with (the classic
 duplicated `)` or `})`), but only brackets the completion did not open itself."""
 
+from .around import Around
+
 PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
@@ -18,8 +20,8 @@ def _unmatched_closers(text: str) -> set[int]:
     return out
 
 
-def apply(completion: str, prefix: str, suffix: str) -> str:
-    head = suffix.split("\n", 1)[0].lstrip(" \t")
+def apply(completion: str, around: Around) -> str:
+    head = around.line_after.lstrip(" \t")
     unmatched = _unmatched_closers(completion)
     best = 0
     for i in range(1, min(len(completion), len(head)) + 1):

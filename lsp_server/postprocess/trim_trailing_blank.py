@@ -1,7 +1,9 @@
-"""Drop trailing blank lines and trailing spaces: the suffix already carries the layout that follows."""
+"""Drop whitespace-only completions, trailing blank lines and trailing spaces: the suffix already carries
+the layout that follows."""
+from .around import Around
 
 
-def apply(completion: str, prefix: str, suffix: str) -> str:
+def apply(completion: str, around: Around) -> str:
     if not completion.strip():
         return ""
     lines = completion.split("\n")

@@ -7,7 +7,7 @@ Stable parts come first so the KV cache survives keystrokes: a cursor move only 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Callable, Protocol
 
 # the left edge of the prefix moves in steps of this many lines, so typing does not shift it every line
 PREFIX_ANCHOR_LINES = 16
@@ -32,7 +32,9 @@ class PromptParts:
     suffix: str
     path: str | None = None
     repo: str | None = None
-    files: list[tuple[str, str]] = field(default_factory=list)   # (path, text) of other files
+    files: list[tuple[str, str]] = field(default_factory=list)   # (path, text) of other files, by priority
+    # outline(cut_line) -> the imports and scope headers above a prefix cut at that line (from the context stage)
+    outline: Callable[[int], str] | None = None
 
 
 @dataclass
@@ -44,6 +46,8 @@ class Prompt:
     context_tokens: int
     prefix_cut_lines: int = 0     # lines dropped from the start of the prefix to fit its budget
     suffix_cut: bool = False
+    outline_tokens: int = 0       # imports and scope headers standing in for the cut lines
+    files: int = 0                # other files' snippets that fit the context budget
 
 
 def _fit_prefix(tok: Tokenizer, prefix: str, budget: int) -> tuple[list[int], int]:
@@ -89,24 +93,46 @@ def stop_strings(prefix: str, suffix: str) -> tuple[str, ...]:
     return ()
 
 
+# the outline of a cut prefix may take at most this share of the prefix budget
+OUTLINE_SHARE = 4
+
+
+def _fit_prefix_with_outline(tok: Tokenizer, parts: PromptParts, budget: int) -> tuple[list[int], int, int]:
+    pre, cut = _fit_prefix(tok, parts.prefix, budget)
+    if not cut or parts.outline is None:
+        return pre, cut, 0
+    outline = tok.tokenize(parts.outline(cut))[-(budget // OUTLINE_SHARE):]
+    if not outline:
+        return pre, cut, 0
+    pre, cut = _fit_prefix(tok, parts.prefix, budget - len(outline))
+    # a deeper cut may uncover one more header: ask again, still within the share
+    outline = tok.tokenize(parts.outline(cut))[-(budget // OUTLINE_SHARE):]
+    pre, cut = _fit_prefix(tok, parts.prefix, budget - len(outline))
+    return outline + pre, cut, len(outline)
+
+
 def build_prompt(tok: Tokenizer, parts: PromptParts, budget: PromptBudget = PromptBudget()) -> Prompt:
     fim = tok.fim
     if fim is None:  # no FIM tokens: a plain left-to-right prompt
-        pre, cut = _fit_prefix(tok, parts.prefix, budget.prefix_tokens)
-        return Prompt(pre, stop_strings(parts.prefix, parts.suffix), len(pre), 0, 0, cut)
+        pre, cut, n_out = _fit_prefix_with_outline(tok, parts, budget.prefix_tokens)
+        return Prompt(pre, stop_strings(parts.prefix, parts.suffix), len(pre), 0, 0, cut, outline_tokens=n_out)
     head: list[int] = []
     repo_level = fim.repo_name is not None and fim.file_sep is not None and (parts.files or parts.path)
     if repo_level:
         head += [fim.repo_name] + tok.tokenize(parts.repo or "workspace") + tok.tokenize("\n")
-        room = budget.context_tokens
+        room, n_files = budget.context_tokens, 0
         for path, text in parts.files:
             chunk = [fim.file_sep] + tok.tokenize(f"{path}\n{text}\n")
             if len(chunk) > room:
-                break
+                continue   # a smaller one further down the priority list may still fit
             head += chunk
             room -= len(chunk)
+            n_files += 1
         head += [fim.file_sep] + tok.tokenize(f"{parts.path or 'untitled'}\n")
-    pre, cut = _fit_prefix(tok, parts.prefix, budget.prefix_tokens)
+    else:
+        n_files = 0
+    pre, cut, n_out = _fit_prefix_with_outline(tok, parts, budget.prefix_tokens)
     suf, suf_cut = _fit_suffix(tok, parts.suffix, budget.suffix_tokens)
     tokens = head + [fim.prefix] + pre + [fim.suffix] + suf + [fim.middle]
-    return Prompt(tokens, stop_strings(parts.prefix, parts.suffix), len(pre), len(suf), len(head), cut, suf_cut)
+    return Prompt(tokens, stop_strings(parts.prefix, parts.suffix), len(pre), len(suf), len(head), cut, suf_cut,
+                  outline_tokens=n_out, files=n_files)

@@ -1,0 +1,371 @@
+"""`tandem replay`: typing sessions replayed against `tandem serve` over stdio, as a person types them.
+
+Each session (fixtures/replays/sessions.json) names a real file and a stretch of it; the file is opened without
+that stretch, which is then typed character by character with human timing (seeded): quick keys, pauses at
+word ends and line ends, auto-indent after a newline. After every keystroke the client asks for an inline
+completion and cancels the previous request if it is still open, as VS Code does. At a pause the user looks
+at the ghost text: the request is awaited and its latency counted. A suggestion that matches what the user is
+about to type is typed through (the next requests should come from the cache) or, half of the time, accepted."""
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.client import LanguageClient
+
+TARGETS = {"p50_ms": 600, "p95_ms": 2000, "evaluated_fraction": 0.15, "rss_mb": 2560}
+
+
+@dataclass
+class Session:
+    file: Path
+    offset: int
+    length: int
+    seed: int
+
+
+@dataclass
+class Counts:
+    keystrokes: int = 0
+    requests: int = 0
+    cancelled_by_client: int = 0
+    answered: int = 0
+    empty: int = 0
+    errors: int = 0
+    typing_through: int = 0
+    typing_through_cache: int = 0
+    typing_through_reuse: int = 0
+    accepted: int = 0
+    accepted_chars: int = 0
+    pause_latency_ms: list[float] = field(default_factory=list)
+    answered_latency_ms: list[float] = field(default_factory=list)
+    sources: dict[str, int] = field(default_factory=dict)
+
+
+def default_sessions() -> Path:
+    here = Path(__file__).resolve()
+    for parent in [Path.cwd(), *here.parents]:
+        if (parent / "fixtures" / "replays" / "sessions.json").is_file():
+            return parent / "fixtures" / "replays" / "sessions.json"
+    raise FileNotFoundError("fixtures/replays/sessions.json not found; pass --sessions")
+
+
+def load_sessions(path: Path) -> list[Session]:
+    data = json.loads(path.read_text())
+    return [Session(path.parent / s["file"], s["offset"], s["length"], s.get("seed", i))
+            for i, s in enumerate(data)]
+
+
+def position(text: str, offset: int) -> types.Position:
+    line = text.count("\n", 0, offset)
+    start = text.rfind("\n", 0, offset) + 1
+    return types.Position(line=line, character=len(text[start:offset].encode("utf-16-le")) // 2)
+
+
+def keystrokes(typed: str) -> list[str]:
+    """What the user presses: one character at a time, but a newline brings the next line's indentation
+    with it (the editor's auto-indent), and leading indentation is one key (Tab)."""
+    keys, i = [], 0
+    while i < len(typed):
+        c = typed[i]
+        if c == "\n" or (i == 0 and c in " \t"):
+            j = i + 1 if c == "\n" else i
+            while j < len(typed) and typed[j] in " \t":
+                j += 1
+            keys.append(typed[i:j])
+            i = j
+        else:
+            keys.append(c)
+            i += 1
+    return keys
+
+
+class Typist:
+    """Human timing, seeded: ~110 ms between keys, pauses after words and at line ends."""
+
+    def __init__(self, seed: int, speed: float):
+        self.rng, self.speed = random.Random(seed), speed
+
+    def gap(self) -> float:
+        return min(0.3, max(0.04, self.rng.lognormvariate(-2.2, 0.35))) / self.speed
+
+    def pause_after(self, key: str) -> float:
+        if "\n" in key:
+            return self.rng.uniform(0.6, 1.5) / self.speed
+        if key in " ,.()[]{}:;=" and self.rng.random() < 0.3:
+            return self.rng.uniform(0.4, 1.2) / self.speed
+        return 0.0
+
+    def accepts(self) -> bool:
+        return self.rng.random() < 0.5
+
+
+def rss_peak_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+class Replayer:
+    def __init__(self, client: LanguageClient, counts: Counts, speed: float, log):
+        self.client, self.c, self.speed, self.log = client, counts, speed, log
+        self._ids = 0
+
+    async def request(self, uri: str, text: str, offset: int) -> tuple[asyncio.Future, str, float]:
+        self._ids += 1
+        msg_id = f"replay-{self._ids}"
+        params = types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=position(text, offset),
+            context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic))
+        fut = asyncio.ensure_future(self.client.protocol.send_request_async(
+            types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id))
+        self.c.requests += 1
+        return fut, msg_id, time.perf_counter()
+
+    def cancel(self, fut: asyncio.Future, msg_id: str) -> None:
+        if not fut.done():
+            self.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+            self.c.cancelled_by_client += 1
+
+    def result(self, fut: asyncio.Future, sent: float, at_pause: bool) -> tuple[str, str] | None:
+        """(text, source) of a finished request, counted; None when it failed or was cancelled."""
+        try:
+            res = fut.result()
+        except (JsonRpcException, asyncio.CancelledError) as e:
+            if not (isinstance(e, JsonRpcException) and e.code == -32800):
+                self.c.errors += 1
+            return None
+        items = res.items if isinstance(res, types.InlineCompletionList) else (res or [])
+        text = items[0].insert_text if items else ""
+        source = "empty"
+        if items and items[0].command and items[0].command.arguments:
+            arg = items[0].command.arguments[0]
+            source = arg.get("source", "model") if isinstance(arg, dict) else getattr(arg, "source", "model")
+        latency = (fut.done_at - sent) * 1000 if hasattr(fut, "done_at") else None
+        self.c.answered += 1
+        self.c.empty += not text
+        self.c.sources[source] = self.c.sources.get(source, 0) + 1
+        if latency is not None:
+            self.c.answered_latency_ms.append(latency)
+            if at_pause:
+                self.c.pause_latency_ms.append(latency)
+        return text, source
+
+    async def session(self, s: Session, limit_chars: int | None) -> None:
+        full = s.file.read_text(encoding="utf-8")
+        typed = full[s.offset:s.offset + s.length]
+        if limit_chars:
+            typed = typed[:limit_chars]
+        text = full[:s.offset] + full[s.offset + s.length:]
+        uri = s.file.resolve().as_uri()
+        lang = {".py": "python", ".ts": "typescript", ".go": "go"}.get(s.file.suffix, "plaintext")
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id=lang, version=1, text=text)))
+        typist = Typist(s.seed, self.speed)
+        version, cursor, done = 1, s.offset, 0
+        pending: tuple[asyncio.Future, str, float] | None = None
+        shown = ""          # the ghost text on screen, if any
+        self.log(f"  {s.file.name}: typing {len(typed)} characters")
+        await asyncio.sleep(1.0 / self.speed)   # the user reads the file a moment before typing
+        while done < len(typed):
+            keys = keystrokes(typed[done:])
+            key = keys[0]
+            if pending is not None:
+                self.cancel(pending[0], pending[1])
+                pending = None
+            through = bool(shown) and shown.startswith(key) and len(shown) > len(key)
+            version += 1
+            self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangePartial(
+                    range=types.Range(start=position(text, cursor), end=position(text, cursor)), text=key)]))
+            text = text[:cursor] + key + text[cursor:]
+            cursor += len(key)
+            done += len(key)
+            self.c.keystrokes += 1
+            shown = shown[len(key):] if through else ""
+            pending = await self.request(uri, text, cursor)
+            _mark_done_time(pending[0])
+            if through:
+                self.c.typing_through += 1
+            pause = typist.pause_after(key) if done < len(typed) else 1.0 / self.speed
+            if pause:
+                t0 = time.perf_counter()
+                try:
+                    await asyncio.wait_for(asyncio.shield(pending[0]), 15)
+                except (asyncio.TimeoutError, JsonRpcException):
+                    pass
+                got = self.result(pending[0], pending[2], at_pause=True) if pending[0].done() else None
+                pending = None
+                if got is not None:
+                    shown, source = got
+                    if through:
+                        self.c.typing_through_cache += source == "cache"
+                        self.c.typing_through_reuse += source == "reuse"
+                    rest = typed[done:]
+                    if shown and len(shown) >= 3 and rest.startswith(shown) and typist.accepts():
+                        version += 1
+                        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                            content_changes=[types.TextDocumentContentChangePartial(
+                                range=types.Range(start=position(text, cursor), end=position(text, cursor)),
+                                text=shown)]))
+                        self.client.protocol.notify("tandem/didAccept", {"uri": uri, "chars": len(shown)})
+                        text = text[:cursor] + shown + text[cursor:]
+                        cursor += len(shown)
+                        done += len(shown)
+                        self.c.accepted += 1
+                        self.c.accepted_chars += len(shown)
+                        shown = ""
+                await asyncio.sleep(max(0.0, pause - (time.perf_counter() - t0)))
+            else:
+                await asyncio.sleep(typist.gap())
+                if pending[0].done():
+                    got = self.result(pending[0], pending[2], at_pause=False)
+                    pending = None
+                    if got is not None:
+                        shown, source = got
+                        if through:
+                            self.c.typing_through_cache += source == "cache"
+                            self.c.typing_through_reuse += source == "reuse"
+        if pending is not None:
+            self.cancel(pending[0], pending[1])
+        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+def _mark_done_time(fut: asyncio.Future) -> None:
+    fut.add_done_callback(lambda f: setattr(f, "done_at", time.perf_counter()))
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, round(q / 100 * (len(v) - 1))))]
+
+
+async def replay(sessions: list[Session], server_cmd: list[str], speed: float = 1.0,
+                 limit_chars: int | None = None, options: dict | None = None, log=print) -> dict:
+    client = LanguageClient("tandem-replay", "1")
+    await client.start_io(server_cmd[0], *server_cmd[1:])
+    counts = Counts()
+    t_start = time.perf_counter()
+    try:
+        await client.initialize_async(types.InitializeParams(
+            capabilities=types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=False)),
+            initialization_options=options or {}))
+        client.initialized(types.InitializedParams())
+        t0 = time.perf_counter()
+        while True:
+            st = await client.protocol.send_request_async("tandem/stats", {})
+            if st.ready or st.load_error:
+                break
+            await asyncio.sleep(0.2)
+        if st.load_error:
+            raise RuntimeError(f"the server could not load its models: {st.load_error}")
+        log(f"server ready in {time.perf_counter() - t0:.1f}s")
+        r = Replayer(client, counts, speed, log)
+        for s in sessions:
+            await r.session(s, limit_chars)
+        await asyncio.sleep(0.5)
+        st = await client.protocol.send_request_async("tandem/stats", {"records": True})
+        server_stats = json.loads(json.dumps(st, default=lambda o: o._asdict() if hasattr(o, "_asdict") else str(o)))
+        peak = rss_peak_mb(client._server.pid)
+        await client.shutdown_async(None)
+        client.exit(None)
+    finally:
+        try:
+            await asyncio.wait_for(client.stop(), 10)
+        except Exception:
+            pass
+    return report(counts, server_stats, peak, time.perf_counter() - t_start, speed)
+
+
+def report(c: Counts, st: dict, peak_mb: float | None, seconds: float, speed: float) -> dict:
+    model = [r for r in st.get("records", []) if r["source"] == "model" and r["prompt_tokens"]]
+    fractions = [r["prompt_evaluated"] / r["prompt_tokens"] for r in model]
+    generated = st["tokens"]["generated"]
+    return {
+        "sessions_seconds": round(seconds, 1), "speed": speed,
+        "keystrokes": c.keystrokes, "requests": c.requests, "answered": c.answered,
+        "cancelled_by_client": c.cancelled_by_client, "errors": c.errors, "empty_answers": c.empty,
+        "sources": c.sources,
+        "latency_ms": {"at_pause_p50": _pct(c.pause_latency_ms, 50), "at_pause_p95": _pct(c.pause_latency_ms, 95),
+                       "at_pause_n": len(c.pause_latency_ms),
+                       "answered_p50": _pct(c.answered_latency_ms, 50),
+                       "answered_p95": _pct(c.answered_latency_ms, 95)},
+        "typing_through": {"requests": c.typing_through, "cache_hits": c.typing_through_cache,
+                           "reuse": c.typing_through_reuse,
+                           "hit_rate": (c.typing_through_cache / c.typing_through) if c.typing_through else None},
+        "accepted": {"suggestions": c.accepted, "chars": c.accepted_chars},
+        "prompt": {"model_requests": len(model),
+                   "evaluated_median": statistics.median([r["prompt_evaluated"] for r in model]) if model else None,
+                   "size_median": statistics.median([r["prompt_tokens"] for r in model]) if model else None,
+                   "evaluated_fraction_median": statistics.median(fractions) if fractions else None},
+        "tokens": {"generated": generated, "thrown_away": st["tokens"]["wasted"],
+                   "thrown_away_fraction": st["tokens"]["wasted"] / generated if generated else None},
+        "warmups": st.get("warmups"),
+        "server_by_source": st.get("by_source"),
+        "peak_rss_mb": round(peak_mb, 1) if peak_mb else None,
+        "targets": TARGETS,
+    }
+
+
+def print_report(r: dict, out=sys.stdout) -> None:
+    lat, pr, tt, tok = r["latency_ms"], r["prompt"], r["typing_through"], r["tokens"]
+
+    def ms(v):
+        return "-" if v is None else f"{v:,.0f} ms"
+
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.1f} %"
+
+    def mark(ok):
+        return "ok" if ok else "MISSED"
+    p50, p95 = lat["at_pause_p50"], lat["at_pause_p95"]
+    frac, rss = pr["evaluated_fraction_median"], r["peak_rss_mb"]
+    print(f"replay: {r['keystrokes']} keystrokes, {r['requests']} requests, {r['answered']} answered, "
+          f"{r['cancelled_by_client']} cancelled by the client, {r['errors']} errors, "
+          f"{r['sessions_seconds']:.0f}s", file=out)
+    print(f"  last keystroke -> completion (at pauses, n={lat['at_pause_n']}): p50 {ms(p50)}, p95 {ms(p95)}"
+          f"   target p50 <= {TARGETS['p50_ms']} ms: {mark(p50 is not None and p50 <= TARGETS['p50_ms'])}, "
+          f"p95 <= {TARGETS['p95_ms']} ms: {mark(p95 is not None and p95 <= TARGETS['p95_ms'])}", file=out)
+    print(f"  every answered request: p50 {ms(lat['answered_p50'])}, p95 {ms(lat['answered_p95'])}; "
+          f"answers by source: {r['sources']}", file=out)
+    print(f"  typing through a shown suggestion: {tt['requests']} requests, {tt['cache_hits']} from the cache "
+          f"({pct(tt['hit_rate'])}), {tt['reuse']} from a running generation; "
+          f"{r['accepted']['suggestions']} suggestions accepted ({r['accepted']['chars']} chars)", file=out)
+    print(f"  prompt tokens evaluated per model request: median {pr['evaluated_median']} of "
+          f"{pr['size_median']} ({pct(frac)})   target <= {pct(TARGETS['evaluated_fraction'])}: "
+          f"{mark(frac is not None and frac <= TARGETS['evaluated_fraction'])}", file=out)
+    print(f"  tokens generated {tok['generated']}, thrown away {tok['thrown_away']} "
+          f"({pct(tok['thrown_away_fraction'])})", file=out)
+    print(f"  peak RSS of the server: {rss:,.0f} MB   target <= {TARGETS['rss_mb']:,} MB: "
+          f"{mark(rss is not None and rss <= TARGETS['rss_mb'])}" if rss else "  peak RSS: unknown", file=out)
+
+
+def run_replay(args) -> dict:
+    sessions = load_sessions(Path(args.sessions) if args.sessions else default_sessions())
+    if args.only:
+        sessions = [s for s in sessions if s.file.name in args.only]
+    cmd = [sys.executable, "-m", "lsp_server.cli.main", "serve"]
+    options = json.loads(args.options) if args.options else {}
+    result = asyncio.run(replay(sessions, cmd, speed=args.speed, limit_chars=args.limit_chars, options=options,
+                                log=lambda m: print(m, file=sys.stderr)))
+    print_report(result)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return result

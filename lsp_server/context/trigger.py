@@ -1,0 +1,45 @@
+"""Whether to complete at a cursor, and how much: one line mid-statement, a block where one is opened."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .syntax import parse
+
+# what may stand right of the cursor when ghost text is still right: closers and terminators
+CLOSERS = set(")]}>\"'`;,: \t")
+OPENERS = (":", "{", "(", "[", "=>", "->")
+TOP_LEVEL = {"module", "program", "source_file", "translation_unit", "compilation_unit"}
+BLOCKS = ("block", "body", "compound_statement", "declaration_list")
+
+
+@dataclass
+class Mode:
+    complete: bool
+    multiline: bool
+    why: str
+
+
+def decide(prefix: str, suffix: str, language: str) -> Mode:
+    line_before = prefix.rsplit("\n", 1)[-1]
+    line_after = suffix.split("\n", 1)[0]
+    if not set(line_after) <= CLOSERS:
+        return Mode(False, False, "text right of the cursor")
+    if line_before.strip():
+        return Mode(True, False, "mid-statement")
+    above = next((l for l in reversed(prefix.split("\n")[:-1]) if l.strip()), "")
+    if above.rstrip().endswith(OPENERS):
+        return Mode(True, True, "after a block opener")
+    tree = parse(prefix + suffix, language)
+    if tree is None:
+        return Mode(True, False, "no grammar")
+    row = prefix.count("\n")
+    col = len(line_before.encode("utf-8"))
+    node = tree.root_node.descendant_for_point_range((row, col), (row, col))
+    while node is not None and not (node.type in TOP_LEVEL or any(b in node.type for b in BLOCKS)):
+        node = node.parent
+    if node is None or node.type in TOP_LEVEL:
+        return Mode(True, True, "new top-level definition")
+    named = [c for c in node.named_children if c.type != "comment"]
+    if not named:
+        return Mode(True, True, "empty block")
+    return Mode(True, False, "inside a block")

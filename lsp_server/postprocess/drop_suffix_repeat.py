@@ -1,0 +1,23 @@
+"""Drop the end of a completion that writes again the lines already below the cursor (the next statement,
+the block's closing line)."""
+from .around import Around
+
+
+def _norm(line: str) -> str:
+    return line.strip()
+
+
+def apply(completion: str, around: Around) -> str:
+    lines = completion.split("\n")
+    below = [_norm(l) for l in around.suffix.split("\n")[1:] if l.strip()]
+    if not below or len(lines) < 2:
+        return completion
+    rest_of_line = _norm(around.line_after)
+    # find the earliest completion line from which the rest repeats the lines below, in order
+    for i in range(1, len(lines)):
+        tail = [_norm(l) for l in lines[i:] if l.strip()]
+        if not tail:
+            break
+        if tail == below[:len(tail)] or (rest_of_line and tail == ([rest_of_line] + below)[:len(tail)]):
+            return "\n".join(lines[:i])
+    return completion

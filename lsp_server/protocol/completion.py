@@ -1,0 +1,85 @@
+"""textDocument/inlineCompletion (ghost text: VS Code, Neovim 0.12) and textDocument/completion (one popup
+item: Helix, Neovim 0.11). Both are async so that $/cancelRequest reaches them; the model runs on the
+service's own thread."""
+from __future__ import annotations
+
+import re
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+
+from ..context import DocumentError
+from ..engine import ContextFullError
+from ..service import Answer
+from .documents import open_document, request_for, server_position
+from .server import TandemServer
+
+WORD_BEFORE = re.compile(r"[A-Za-z0-9_$]*$")
+LABEL_CHARS = 60
+ACCEPT_COMMAND = "tandem.accepted"
+TRIGGER_CHARACTERS = [".", "(", "[", "{", ",", " ", ":", "="]
+
+
+async def answer(ls: TandemServer, uri: str, pos: types.Position) -> tuple[Answer, object, int, int]:
+    doc = open_document(ls, uri)
+    line, col = server_position(doc, pos)
+    req = request_for(ls, doc, line, col)
+    try:
+        ans = await ls.service.complete(uri, req)
+    except DocumentError as e:
+        raise JsonRpcInvalidParams(str(e)) from e
+    except ContextFullError as e:
+        ls.message(types.MessageType.Warning, str(e))
+        raise JsonRpcInternalError(str(e)) from e
+    except RuntimeError as e:   # a model failure; the next request may work (the models stay loaded)
+        ls.message(types.MessageType.Error, f"completion failed: {e}")
+        raise JsonRpcInternalError(f"completion failed: {e}") from e
+    if ans.text:
+        ls.service.stats.shown += 1
+    return ans, doc, line, col
+
+
+def label_for(text: str) -> str:
+    first = text.strip().split("\n", 1)[0].strip()
+    more = "\n" in text.strip()
+    if len(first) > LABEL_CHARS:
+        first = first[:LABEL_CHARS - 1] + "…"
+    return first + (" …" if more else "")
+
+
+def register(server: TandemServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def inline_completion(ls: TandemServer, params: types.InlineCompletionParams):
+        ans, _, _, _ = await answer(ls, params.text_document.uri, params.position)
+        if not ans.text:
+            return types.InlineCompletionList(items=[])
+        here = types.Range(start=params.position, end=params.position)
+        return types.InlineCompletionList(items=[types.InlineCompletionItem(
+            insert_text=ans.text, range=here,
+            command=types.Command(title="Tandem: accepted", command=ACCEPT_COMMAND,
+                                  arguments=[{"uri": params.text_document.uri, "chars": len(ans.text),
+                                              "source": ans.source}]))])
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION,
+                    types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS, resolve_provider=False))
+    async def completion(ls: TandemServer, params: types.CompletionParams):
+        ans, doc, line, col = await answer(ls, params.text_document.uri, params.position)
+        if not ans.text:
+            return types.CompletionList(is_incomplete=True, items=[])
+        # the item replaces the word before the cursor with word + completion, so the client's filter,
+        # which matches what was typed against filterText, keeps it
+        word = WORD_BEFORE.search(doc.lines[line][:col] if line < len(doc.lines) else "").group(0)
+        start = types.Position(line=params.position.line,
+                               character=params.position.character - doc.position_codec.client_num_units(word))
+        new_text = word + ans.text
+        item = types.CompletionItem(
+            label=label_for(ans.text), kind=types.CompletionItemKind.Text, detail="Tandem",
+            documentation=types.MarkupContent(kind=types.MarkupKind.Markdown, value=f"```\n{ans.text}\n```"),
+            filter_text=new_text, sort_text="0", preselect=True,
+            insert_text_format=types.InsertTextFormat.PlainText,
+            text_edit=types.TextEdit(range=types.Range(start=start, end=params.position), new_text=new_text),
+            command=types.Command(title="Tandem: accepted", command=ACCEPT_COMMAND,
+                                  arguments=[{"uri": params.text_document.uri, "chars": len(ans.text),
+                                              "source": ans.source}]))
+        # incomplete: the next keystroke asks again, which the typing-through cache answers at once
+        return types.CompletionList(is_incomplete=True, items=[item])

@@ -1,0 +1,111 @@
+"""Open documents: pygls keeps the text in step with the editor (incremental sync); here we refuse what cannot
+be completed (too large, binary), tell the service about edits, and turn a document into a pipeline value."""
+from __future__ import annotations
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+
+from ..context import Document, language_for_path
+from ..pipeline import CompletionRequest
+from .server import TandemServer
+
+# the editor's language ids that differ from ours
+LANGUAGE_IDS = {"typescriptreact": "tsx", "javascriptreact": "javascript", "shellscript": "bash",
+                "golang": "go", "py": "python", "plaintext": "text"}
+
+
+def language_of(doc: TextDocument) -> str:
+    lang = language_for_path(doc.uri.split("?", 1)[0])
+    if lang == "text" and doc.language_id:
+        lang = LANGUAGE_IDS.get(doc.language_id, doc.language_id)
+    return lang
+
+
+def _check(ls: TandemServer, doc: TextDocument, announce: bool) -> None:
+    size = len(doc.source.encode("utf-8", errors="surrogatepass"))
+    why = None
+    if size > ls.settings.max_file_bytes:
+        why = (f"{doc.filename or doc.uri} is {size:,} bytes, over the {ls.settings.max_file_bytes:,}-byte limit; "
+               f"no completions in it")
+    elif "\0" in doc.source:
+        why = f"{doc.filename or doc.uri} looks binary (NUL characters); no completions in it"
+    before = ls.refused.get(doc.uri)
+    if why:
+        ls.refused[doc.uri] = why
+        if announce and before is None:
+            ls.message(types.MessageType.Warning, why)
+    else:
+        ls.refused.pop(doc.uri, None)
+
+
+def open_document(ls: TandemServer, uri: str) -> TextDocument:
+    if uri not in ls.workspace.text_documents:
+        raise JsonRpcInvalidParams(f"unknown document {uri}: it was not opened with textDocument/didOpen")
+    if uri in ls.refused:
+        raise JsonRpcInvalidParams(ls.refused[uri])
+    return ls.workspace.get_text_document(uri)
+
+
+def snapshot(doc: TextDocument) -> Document:
+    path = to_fs_path(doc.uri) or doc.uri
+    return Document(path, doc.source, language_of(doc))
+
+
+def server_position(doc: TextDocument, pos: types.Position) -> tuple[int, int]:
+    """The position in code points, or an InvalidParams error that says what is wrong with it."""
+    lines = doc.lines
+    n = len(lines)
+    if pos.line > n or (pos.line == n and pos.character > 0):
+        raise JsonRpcInvalidParams(f"line {pos.line} is outside the document ({n} lines)")
+    if pos.line == n:
+        return pos.line, 0
+    text = lines[pos.line].rstrip("\r\n")
+    width = doc.position_codec.client_num_units(text)
+    if pos.character > width:
+        raise JsonRpcInvalidParams(f"character {pos.character} is past the end of line {pos.line} "
+                                   f"({width} units)")
+    p = doc.position_from_client_units(pos)
+    return p.line, p.character
+
+
+def request_for(ls: TandemServer, doc: TextDocument, line: int, col: int) -> CompletionRequest:
+    others = [snapshot(d) for u, d in ls.workspace.text_documents.items()
+              if u != doc.uri and u not in ls.refused]
+    return CompletionRequest(snapshot(doc), line, col, others=others)
+
+
+def register(server: TandemServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TandemServer, params: types.DidOpenTextDocumentParams):
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        _check(ls, doc, announce=True)
+        if doc.uri not in ls.refused and ls.service.ready:
+            # warm the top of the file: the first request then only evaluates what is near the cursor
+            ls.service.schedule_warmup(request_for(ls, doc, 0, 0))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TandemServer, params: types.DidChangeTextDocumentParams):
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        _check(ls, doc, announce=True)
+        ls.service.on_edit(doc.uri, doc.source)
+        if doc.uri in ls.refused or not params.content_changes:
+            return
+        last = params.content_changes[-1]
+        if isinstance(last, types.TextDocumentContentChangePartial):
+            # the cursor is where the last change's inserted text ends
+            lines = last.text.split("\n")
+            line = last.range.start.line + len(lines) - 1
+            char = (last.range.start.character if len(lines) == 1 else 0) + \
+                doc.position_codec.client_num_units(lines[-1])
+            try:
+                l, c = server_position(doc, types.Position(line=line, character=char))
+            except Exception:
+                return
+            ls.service.schedule_warmup(request_for(ls, doc, l, c))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TandemServer, params: types.DidCloseTextDocumentParams):
+        ls.service.on_close(params.text_document.uri)
+        ls.refused.pop(params.text_document.uri, None)

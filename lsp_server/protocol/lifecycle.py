@@ -1,0 +1,89 @@
+"""initialize / initialized / configuration: settings from the config file, initializationOptions and
+workspace/didChangeConfiguration; the models load in the background with $/progress reports."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from ..service.settings import Settings, SettingsError, load_files
+from .server import TandemServer
+
+
+def _tandem_section(values):
+    """Clients send {"tandem": {...}} or the section itself."""
+    if isinstance(values, dict) and isinstance(values.get("tandem"), dict):
+        return values["tandem"]
+    return values
+
+
+def register(server: TandemServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: TandemServer, params: types.InitializeParams):
+        root = params.root_uri or (params.workspace_folders[0].uri if params.workspace_folders else None)
+        ls.workspace_root = to_fs_path(root) if root else params.root_path
+        settings = Settings()
+        try:
+            settings, used = load_files(settings, ls.workspace_root)
+        except SettingsError as e:
+            ls.message(types.MessageType.Error, f"config file ignored: {e}")
+        try:
+            settings = settings.merged(_tandem_section(params.initialization_options))
+        except SettingsError as e:
+            ls.message(types.MessageType.Error, f"initializationOptions ignored: {e}")
+        ls.settings = settings
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: TandemServer, params: types.InitializedParams):
+        ls.load_task = asyncio.ensure_future(load_models(ls, ls.settings))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(ls: TandemServer, params: types.DidChangeConfigurationParams):
+        try:
+            new = ls.settings.merged(_tandem_section(params.settings))
+        except SettingsError as e:
+            ls.message(types.MessageType.Error, f"configuration change ignored: {e}")
+            return
+        old, ls.settings = ls.settings, new
+        if new.models_differ(old) or not ls.service.ready:
+            ls.load_task = asyncio.ensure_future(load_models(ls, new))
+        else:
+            ls.service.apply(new)
+        ls.log_message("configuration applied")
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: TandemServer, *args):
+        ls.service._cancel_all()
+
+
+async def load_models(ls: TandemServer, settings: Settings) -> None:
+    loop = asyncio.get_running_loop()
+    token = None
+    caps = ls.client_capabilities.window
+    if caps is not None and caps.work_done_progress:
+        token = f"tandem-load-{uuid.uuid4().hex[:8]}"
+        try:
+            await ls.work_done_progress.create_async(token)
+            ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                title="Tandem", message="loading models", cancellable=False))
+        except Exception:   # a client that refuses progress still gets its models
+            token = None
+
+    def progress(msg: str) -> None:   # called on the model thread
+        if token is not None:
+            loop.call_soon_threadsafe(ls.work_done_progress.report, token,
+                                      types.WorkDoneProgressReport(message=msg.strip()))
+        loop.call_soon_threadsafe(ls.log_message, msg.strip())
+
+    error = await ls.service.load(settings, progress)
+    if token is not None:
+        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(
+            message="ready" if error is None else "failed"))
+    if error is not None:
+        ls.message(types.MessageType.Error, f"models could not be loaded, completions are off: {error}")
+    else:
+        for w in ls.service.pipeline.engine.warnings:
+            ls.message(types.MessageType.Warning, w)
+        ls.log_message("models ready")

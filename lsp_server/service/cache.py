@@ -1,0 +1,55 @@
+"""Completions already shown, keyed by the text before the cursor: typing the characters of a shown
+suggestion is answered with the rest of it, without the model. Bounded per document and in total."""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+PER_DOCUMENT = 32
+TOTAL = 512
+
+
+@dataclass(frozen=True)
+class Entry:
+    prefix_len: int
+    prefix_hash: int
+    suffix_hash: int
+    text: str
+
+
+class TypingCache:
+    def __init__(self, per_document: int = PER_DOCUMENT, total: int = TOTAL):
+        self.per_document, self.total = per_document, total
+        self._docs: OrderedDict[str, list[Entry]] = OrderedDict()
+        self.hits = self.lookups = 0
+
+    def store(self, uri: str, prefix: str, suffix: str, text: str) -> None:
+        if not text:
+            return
+        entries = self._docs.setdefault(uri, [])
+        entries.insert(0, Entry(len(prefix), hash(prefix), hash(suffix), text))
+        del entries[self.per_document:]
+        self._docs.move_to_end(uri)
+        while sum(len(v) for v in self._docs.values()) > self.total:
+            self._docs.popitem(last=False)
+
+    def lookup(self, uri: str, prefix: str, suffix: str) -> str | None:
+        """The rest of a stored completion whose start the user has typed since, or None."""
+        self.lookups += 1
+        suffix_hash = hash(suffix)
+        for e in self._docs.get(uri, ()):
+            if e.suffix_hash != suffix_hash or e.prefix_len > len(prefix):
+                continue
+            typed = prefix[e.prefix_len:]
+            if len(typed) >= len(e.text) or not e.text.startswith(typed):
+                continue
+            if hash(prefix[:e.prefix_len]) == e.prefix_hash:
+                self.hits += 1
+                return e.text[len(typed):]
+        return None
+
+    def forget(self, uri: str) -> None:
+        self._docs.pop(uri, None)
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._docs.values())

@@ -1,0 +1,144 @@
+"""The server's settings: defaults < config file < initializationOptions < workspace/didChangeConfiguration.
+Keys are accepted in snake_case or camelCase (VS Code settings are camelCase)."""
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+
+from ..engine import EngineConfig
+
+
+class SettingsError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Settings:
+    # models (a change reloads them)
+    target: str = ""                  # "" : the default target from the model cache
+    draft: str = ""                   # "" : the default draft; "none": no draft model
+    context_size: int = 4096
+    threads: int = 0
+    gpu_layers: int = 0
+    gpu_layers_draft: int = 0
+    drafters: tuple[str, ...] = ("ngram", "template", "model")
+    # generation (takes effect on the next request)
+    speculation: bool = True
+    draft_min: int = 0
+    draft_max: int = 16
+    max_tokens: int = 96              # a multi-line completion
+    max_tokens_single_line: int = 40
+    time_budget_ms: int = 1500        # generation stops after this and keeps the whole lines it has
+    # prompt budgets in tokens; the suffix is evaluated again on every keystroke, so it stays short
+    prefix_tokens: int = 1024
+    suffix_tokens: int = 32
+    context_tokens: int = 512
+    # behaviour
+    enabled: bool = True
+    languages: dict[str, bool] = field(default_factory=dict)   # {"markdown": false}; others on
+    warmup_pause_ms: int = 300        # evaluate the next prompt's stable part after this much idle time
+    max_file_bytes: int = 4 << 20
+
+    MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu_layers", "gpu_layers_draft", "drafters")
+
+    def language_enabled(self, language: str) -> bool:
+        return self.enabled and self.languages.get(language, self.languages.get("*", True))
+
+    def engine_config(self) -> EngineConfig:
+        return EngineConfig(target_path=self.target or None, draft_path=self.draft or None,
+                            n_ctx=self.context_size, n_threads=self.threads, n_gpu_layers=self.gpu_layers,
+                            n_gpu_layers_draft=self.gpu_layers_draft, draft_min=self.draft_min,
+                            draft_max=self.draft_max, speculation=self.speculation, drafters=self.drafters)
+
+    def models_differ(self, other: "Settings") -> bool:
+        return any(getattr(self, k) != getattr(other, k) for k in self.MODEL_KEYS)
+
+    def merged(self, values: dict | None) -> "Settings":
+        """These settings with `values` applied; unknown keys and wrong types raise SettingsError."""
+        if not values:
+            return self
+        if not isinstance(values, dict):
+            raise SettingsError(f"settings must be an object, not {type(values).__name__}")
+        known = {f.name: f for f in fields(self)}
+        changes = {}
+        for key, value in values.items():
+            name = _snake(key)
+            if name not in known:
+                raise SettingsError(f"unknown setting {key!r}; known: {', '.join(sorted(known))}")
+            changes[name] = _coerce(name, value, getattr(self, name))
+        new = replace(self, **changes)
+        new.check()
+        return new
+
+    def check(self) -> None:
+        if self.draft_min < 0 or self.draft_max < 0 or self.draft_min > max(self.draft_max, 0):
+            raise SettingsError(f"draft limits must satisfy 0 <= draftMin <= draftMax "
+                                f"(got {self.draft_min}, {self.draft_max})")
+        for name in ("context_size", "max_tokens", "max_tokens_single_line", "prefix_tokens"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"{name} must be positive")
+        if min(self.suffix_tokens, self.context_tokens) < 0:
+            raise SettingsError("suffixTokens and contextTokens cannot be negative")
+        # the outline and file headers fit inside these budgets; a little room for the FIM tokens
+        need = (self.prefix_tokens + self.suffix_tokens + self.context_tokens + self.max_tokens
+                + self.draft_max + 32)
+        if self.context_size < need:
+            raise SettingsError(f"contextSize {self.context_size} is too small: prefixTokens + suffixTokens + "
+                                f"contextTokens + maxTokens + draftMax + 32 = {need}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+
+
+def _coerce(name: str, value, current):
+    if isinstance(current, bool):
+        if isinstance(value, bool):
+            return value
+    elif isinstance(current, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(current, str):
+        if isinstance(value, str):
+            return value
+    elif isinstance(current, tuple):
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+    elif isinstance(current, dict):
+        if isinstance(value, dict) and all(isinstance(v, bool) for v in value.values()):
+            return dict(value)
+    raise SettingsError(f"setting {name}: expected {type(current).__name__}, got {value!r}")
+
+
+def config_files(workspace_root: str | None) -> list[Path]:
+    """Where a config file is looked for, lowest priority first."""
+    home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    out = [home / "tandem" / "config.toml"]
+    if workspace_root:
+        out.append(Path(workspace_root) / "tandem.toml")
+    return out
+
+
+def load_files(base: Settings, workspace_root: str | None) -> tuple[Settings, list[str]]:
+    """Apply the config files that exist; returns the settings and the files used."""
+    used = []
+    for path in config_files(workspace_root):
+        if not path.is_file():
+            continue
+        try:
+            with open(path, "rb") as f:
+                data = tomllib.load(f)
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise SettingsError(f"{path}: {e}") from e
+        try:
+            base = base.merged(data.get("tandem", data))
+        except SettingsError as e:
+            raise SettingsError(f"{path}: {e}") from e
+        used.append(str(path))
+    return base, used

@@ -1,0 +1,78 @@
+"""What the server measures about itself, for `tandem/stats` and `tandem replay`. Bounded."""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import asdict, dataclass
+
+RECORDS = 2000
+
+
+@dataclass
+class Record:
+    language: str
+    source: str              # model | reuse | cache | skipped | superseded | cancelled | error | not_ready
+    latency_s: float         # request received -> answer sent
+    prompt_tokens: int = 0
+    prompt_evaluated: int = 0
+    tokens: int = 0          # generated for this request
+    tok_s: float = 0.0
+    multiline: bool = False
+    shown_chars: int = 0
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, round(q / 100 * (len(v) - 1))))]
+
+
+class ServerStats:
+    def __init__(self):
+        self.records: deque[Record] = deque(maxlen=RECORDS)
+        self.drafters: dict[str, dict[str, dict[str, int]]] = {}   # language -> drafter -> counts
+        self.wasted_tokens = 0        # generated, then thrown away (cancelled or superseded work)
+        self.warmups = 0
+        self.warmup_tokens = 0
+        self.shown = self.accepted = 0
+        self.accepted_chars = 0
+
+    def add(self, rec: Record) -> None:
+        self.records.append(rec)
+
+    def add_drafters(self, language: str, drafters: dict) -> None:
+        per = self.drafters.setdefault(language, {})
+        for name, c in drafters.items():
+            d = per.setdefault(name, {"drafted": 0, "accepted": 0, "steps": 0})
+            d["drafted"] += c.drafted
+            d["accepted"] += c.accepted
+            d["steps"] += c.steps
+
+    def summary(self, cache_hits: int, cache_lookups: int, include_records: bool = False) -> dict:
+        answered = [r for r in self.records if r.source in ("model", "reuse", "cache")]
+        lat = [r.latency_s * 1000 for r in answered]
+        model = [r for r in self.records if r.source == "model" and r.prompt_tokens]
+        ratios = [r.prompt_evaluated / r.prompt_tokens for r in model]
+        out = {
+            "requests": len(self.records),
+            "by_source": {s: sum(1 for r in self.records if r.source == s)
+                          for s in sorted({r.source for r in self.records})},
+            "latency_ms": {"p50": percentile(lat, 50), "p90": percentile(lat, 90), "p95": percentile(lat, 95),
+                           "p99": percentile(lat, 99), "max": max(lat, default=None)},
+            "tok_s": (sum(r.tokens for r in model) / sum(r.tokens / r.tok_s for r in model if r.tok_s)
+                      if any(r.tok_s for r in model) else None),
+            "cache": {"hits": cache_hits, "lookups": cache_lookups,
+                      "hit_rate": cache_hits / cache_lookups if cache_lookups else None},
+            "prompt": {"evaluated_fraction_p50": percentile(ratios, 50),
+                       "evaluated_p50": percentile([r.prompt_evaluated for r in model], 50),
+                       "size_p50": percentile([r.prompt_tokens for r in model], 50)},
+            "tokens": {"generated": sum(r.tokens for r in self.records) + self.wasted_tokens,
+                       "wasted": self.wasted_tokens},
+            "warmups": {"runs": self.warmups, "tokens_evaluated": self.warmup_tokens},
+            "acceptance": {lang: {name: {**d, "rate": d["accepted"] / d["drafted"] if d["drafted"] else None}
+                                  for name, d in per.items()} for lang, per in self.drafters.items()},
+            "suggestions": {"shown": self.shown, "accepted": self.accepted, "accepted_chars": self.accepted_chars},
+        }
+        if include_records:
+            out["records"] = [asdict(r) for r in self.records]
+        return out

@@ -1,0 +1,203 @@
+"""The real `tandem serve` over stdio, with the real models (pytest-lsp)."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from conftest import FIXTURES
+from lsp_helpers import (SERVER, blank_cursor, inline, open_doc, popup, raw_request, start, stats, type_text,
+                         wait_ready)
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+LSP = FIXTURES / "lsp"
+# long enough that a multi-line answer is not cut by the time budget on a busy machine
+OPTIONS = {"timeBudgetMs": 30000, "maxTokens": 64}
+
+
+@pytest_lsp.fixture(config=SERVER, scope="module")
+async def client(lsp_client: LanguageClient):
+    await start(lsp_client, OPTIONS)
+    # before the models are ready a request gets an empty answer, not an error
+    uri, text = open_doc(lsp_client, LSP / "inventory.py")
+    lsp_client.early_answer = await inline(lsp_client, uri, blank_cursor(text))
+    s = await wait_ready(lsp_client)
+    assert s["ready"], s["load_error"]
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_capabilities_and_loading(client: LanguageClient):
+    caps = client.init_result.capabilities
+    assert caps.inline_completion_provider is not None
+    assert caps.completion_provider is not None
+    sync = caps.text_document_sync
+    assert getattr(sync, "change", sync) == types.TextDocumentSyncKind.Incremental
+    assert client.early_answer == ""
+    s = await stats(client)
+    assert s["by_source"].get("not_ready", 0) >= 1
+    reports = [v for token, values in client.progress_reports.items() for v in values]
+    assert any(isinstance(v, types.WorkDoneProgressBegin) for v in reports)
+    assert any(isinstance(v, types.WorkDoneProgressEnd) and v.message == "ready" for v in reports)
+
+
+@pytest.mark.parametrize("name, typed", [("inventory.py", "if quantity > "),
+                                         ("cart.ts", "this.lines = this.lines.filter("),
+                                         ("store.go", "if _, ok := s.items[key]; !")])
+async def test_inline_multi_and_single_line(client: LanguageClient, name, typed):
+    uri, text = open_doc(client, LSP / name)
+    pos = blank_cursor(text)
+    block = await inline(client, uri, pos)
+    # an empty body after a block opener: a block of code, indented below the cursor's level
+    assert block.strip(), "no completion for an empty function body"
+    assert (await stats(client, records=True))["records"][-1]["multiline"] is True
+    indent = text.split("\n")[pos.line]
+    for line in block.split("\n")[1:]:
+        assert not line.strip() or line.startswith(indent) or line.strip() in ("}", ")", "]"), block
+    # mid-statement: one line
+    after = type_text(client, uri, 2, pos, typed)
+    line = await inline(client, uri, after)
+    assert line.strip() and "\n" not in line, line
+    assert (await stats(client, records=True))["records"][-1]["multiline"] is False
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+async def test_popup_completion_item(client: LanguageClient):
+    uri, text = open_doc(client, LSP / "store.go")
+    pos = type_text(client, uri, 2, blank_cursor(text), "s.mu.RLo")
+    items = await popup(client, uri, pos)
+    assert len(items) == 1
+    item = items[0]
+    assert item.label.strip() and "\n" not in item.label and len(item.label) <= 62
+    # it replaces the word typed so far, so the client's filter keeps it
+    assert item.text_edit.new_text.startswith("RLo") and len(item.text_edit.new_text) > 3
+    assert item.filter_text == item.text_edit.new_text
+    assert item.text_edit.range.start.character == pos.character - 3
+
+
+async def test_typing_through_a_suggestion_is_served_from_the_cache(client: LanguageClient):
+    uri, text = open_doc(client, LSP / "cart.ts", uri=(LSP / "cart-copy.ts").as_uri())
+    pos = type_text(client, uri, 2, blank_cursor(text), "const index = this.lines.findIndex(")
+    first = await inline(client, uri, pos)
+    assert len(first) >= 3, first
+    before = (await stats(client))["cache"]["hits"]
+    pos = type_text(client, uri, 3, pos, first[:2])
+    t0 = time.perf_counter()
+    rest = await inline(client, uri, pos)
+    took = time.perf_counter() - t0
+    assert rest == first[2:]
+    assert (await stats(client))["cache"]["hits"] == before + 1
+    assert took < 0.5, f"a cache hit took {took:.2f}s"
+
+
+async def test_cancel_answers_32800_and_the_next_request_works(client: LanguageClient):
+    uri, text = open_doc(client, LSP / "inventory.py", uri=(LSP / "inventory-cancel.py").as_uri())
+    pos = blank_cursor(text)
+    params = types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=pos,
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked))
+    task = asyncio.ensure_future(client.protocol.send_request_async(
+        types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id="cancel-me"))
+    await asyncio.sleep(0.5)
+    t0 = time.perf_counter()
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="cancel-me"))
+    with pytest.raises(JsonRpcException) as err:
+        await asyncio.wait_for(task, 10)
+    assert err.value.code == -32800
+    assert time.perf_counter() - t0 < 2.0
+    assert (await inline(client, uri, pos)).strip()
+
+
+async def test_a_newer_request_supersedes_the_old_one(client: LanguageClient):
+    # a first line no cache has seen, so the old request has a whole prompt to evaluate
+    text = f"// supersede test {time.time()}\n" + (LSP / "store.go").read_text()
+    uri, text = open_doc(client, LSP / "store.go", text=text, uri=(LSP / "store-supersede.go").as_uri())
+    pos = blank_cursor(text)
+    old = asyncio.ensure_future(inline(client, uri, pos))
+    await asyncio.sleep(0.5)
+    t0 = time.perf_counter()
+    new_pos = type_text(client, uri, 2, pos, "v, ok := s.items[")
+    new = asyncio.ensure_future(inline(client, uri, new_pos))
+    old_text = await asyncio.wait_for(old, 10)
+    old_after = time.perf_counter() - t0
+    assert old_text == ""
+    assert old_after < 1.5, f"the superseded request took {old_after:.2f}s to return"
+    assert (await asyncio.wait_for(new, 60)).strip()
+    assert (await stats(client))["by_source"].get("superseded", 0) >= 1
+
+
+async def test_a_configuration_change_takes_effect(client: LanguageClient):
+    uri, text = open_doc(client, LSP / "store.go", uri=(LSP / "store-config.go").as_uri())
+    pos = type_text(client, uri, 2, blank_cursor(text), "value, ok := s.items[")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {"languages": {"go": False}}}))
+    assert await inline(client, uri, pos) == ""
+    assert (await stats(client))["by_source"].get("disabled", 0) >= 1
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {"languages": {"go": True}, "maxTokensSingleLine": 2}}))
+    short = await inline(client, uri, pos)
+    assert short.strip()
+    s = await stats(client, records=True)
+    assert s["settings"]["max_tokens_single_line"] == 2
+    assert s["records"][-1]["tokens"] <= 2
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {"maxTokensSingleLine": 40, "noSuchSetting": 1}}))
+    await asyncio.sleep(0.2)
+    assert any("noSuchSetting" in m.message for m in client.messages)
+    assert (await stats(client))["settings"]["max_tokens_single_line"] == 2   # a bad change is not applied
+
+
+async def expect_error(coro, code: int, *words: str):
+    with pytest.raises(JsonRpcException) as err:
+        await coro
+    assert err.value.code == code, err.value
+    for w in words:
+        assert w in str(err.value), str(err.value)
+
+
+async def test_bad_input_gets_an_error_and_the_server_stays_up(client: LanguageClient, tmp_path):
+    uri, text = open_doc(client, LSP / "inventory.py", uri=(LSP / "inventory-bad.py").as_uri())
+    n_lines = len(text.split("\n"))
+    await expect_error(inline(client, uri, types.Position(line=n_lines + 5, character=0)), -32602, "outside")
+    await expect_error(inline(client, uri, types.Position(line=3, character=500)), -32602, "past the end")
+    await expect_error(inline(client, (tmp_path / "never-opened.py").as_uri(), types.Position(line=0, character=0)),
+                       -32602, "unknown document")
+    # malformed params: the position is missing
+    await expect_error(raw_request(client, types.TEXT_DOCUMENT_INLINE_COMPLETION,
+                                   {"textDocument": {"uri": uri}}, "no-position"), -32602)
+    await expect_error(raw_request(client, types.TEXT_DOCUMENT_COMPLETION,
+                                   {"textDocument": {"uri": uri}, "position": {"line": "x", "character": -1}},
+                                   "wrong-types"), -32602)
+    # a huge file and a binary one: refused with a message, requests get a clear error
+    huge_uri, _ = open_doc(client, tmp_path / "huge.py", text="x = 1\n" * 800_000)
+    bin_uri, _ = open_doc(client, tmp_path / "blob.py", text="abc\0def\n")
+    await asyncio.sleep(0.2)
+    assert any("byte limit" in m.message for m in client.messages)
+    assert any("binary" in m.message for m in client.messages)
+    await expect_error(inline(client, huge_uri, types.Position(line=1, character=0)), -32602, "limit")
+    await expect_error(inline(client, bin_uri, types.Position(line=0, character=3)), -32602, "binary")
+    # a language without a grammar: plain text windows, still an answer
+    txt_uri, _ = open_doc(client, tmp_path / "notes.unknownlang", text="TODO list:\n1. buy milk\n2. ",
+                          language_id="unknownlang")
+    await inline(client, txt_uri, types.Position(line=2, character=3))
+    # a method the server does not have
+    await expect_error(client.protocol.send_request_async("tandem/noSuchMethod", {}), -32601)
+    # and after all that, a normal request works
+    assert (await inline(client, uri, blank_cursor(text))).strip()
+
+
+async def test_accepted_suggestions_are_counted(client: LanguageClient):
+    before = (await stats(client))["suggestions"]["accepted"]
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="tandem.accepted", arguments=[{"uri": "file:///x.py", "chars": 12}]))
+    client.protocol.notify("tandem/didAccept", {"uri": "file:///x.py", "chars": 3})
+    await asyncio.sleep(0.2)
+    s = await stats(client)
+    assert s["suggestions"]["accepted"] == before + 2
+    assert s["latency_ms"]["p50"] is not None and s["acceptance"]
