@@ -56,3 +56,20 @@ def test_bench_writes_the_table_json_and_chart(tmp_path):
         assert key in rows[0]
     assert rows[0]["baseline_tok_s"] > 0 and rows[0]["spec_tok_s"] > 0
     assert chart.read_text().startswith("<svg")
+
+
+def test_replay_types_a_session_against_the_real_server(tmp_path):
+    out = tmp_path / "replay.json"
+    r = subprocess.run(tandem_cmd() + ["replay", "--only", "order_service.go", "--limit-chars", "30",
+                                       "--speed", "2", "--json", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "last keystroke -> completion" in r.stdout and "peak RSS" in r.stdout
+    data = json.loads(out.read_text())
+    assert data["keystrokes"] >= 10 and data["requests"] == data["keystrokes"]
+    assert data["errors"] == 0 and data["answered"] >= 1
+    assert data["latency_ms"]["at_pause_n"] >= 1 and data["latency_ms"]["at_pause_p50"] > 0
+    assert data["prompt"]["model_requests"] >= 1 and 0 < data["prompt"]["evaluated_fraction_median"] <= 1
+    assert 500 < data["peak_rss_mb"] < 8000
+    for key in ("typing_through", "tokens", "accepted", "sources"):
+        assert key in data

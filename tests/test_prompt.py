@@ -49,3 +49,28 @@ def test_real_tokenizer_prompt(engine):
                    for t in p.tokens)
     assert text.startswith("<|repo_name|>workspace\n<|file_sep|>m.py\n<|fim_prefix|>def add")
     assert text.endswith("<|fim_suffix|>\n<|fim_middle|>")
+
+
+def test_a_cut_prefix_is_preceded_by_its_outline_within_the_budget():
+    lines = ["import os\n", "class Big:\n"] + [f"    x{i:03d} = {i}\n" for i in range(300)]
+    asked = []
+
+    def outline(cut):
+        asked.append(cut)
+        return "import os\nclass Big:\n"
+
+    budget = PromptBudget(prefix_tokens=400, suffix_tokens=10)
+    p = build_prompt(CharTokenizer(), PromptParts("".join(lines), "", path="big.py", outline=outline), budget)
+    assert p.prefix_cut_lines > 2 and asked and all(c > 0 for c in asked)
+    assert p.outline_tokens == len("import os\nclass Big:\n")
+    body = "".join(chr(t) for t in p.tokens if t > 0)
+    assert "import os\nclass Big:\n    x" in body
+    assert p.prefix_tokens <= 400
+
+
+def test_other_files_are_packed_and_the_ones_that_do_not_fit_are_skipped():
+    files = [("a.py", "A" * 50), ("b.py", "B" * 500), ("c.py", "C" * 20)]
+    p = build_prompt(CharTokenizer(), PromptParts("x", "", path="m.py", files=files),
+                     PromptBudget(context_tokens=120))
+    body = "".join(chr(t) for t in p.tokens if t > 0)
+    assert "A" * 50 in body and "C" * 20 in body and "B" not in body and p.files == 2

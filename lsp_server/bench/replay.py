@@ -178,7 +178,7 @@ class Replayer:
         pending: tuple[asyncio.Future, str, float] | None = None
         shown = ""          # the ghost text on screen, if any
         self.log(f"  {s.file.name}: typing {len(typed)} characters")
-        await asyncio.sleep(1.0 / self.speed)   # the user reads the file a moment before typing
+        await asyncio.sleep(3.0 / self.speed)   # the user reads the file and finds the place before typing
         while done < len(typed):
             keys = keystrokes(typed[done:])
             key = keys[0]
@@ -246,8 +246,23 @@ class Replayer:
             text_document=types.TextDocumentIdentifier(uri=uri)))
 
 
+def plain(obj):
+    """pygls hands custom results over as namedtuples; make them dicts and lists again."""
+    if hasattr(obj, "_asdict"):
+        return {k: plain(v) for k, v in obj._asdict().items()}
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    return obj
+
+
 def _mark_done_time(fut: asyncio.Future) -> None:
-    fut.add_done_callback(lambda f: setattr(f, "done_at", time.perf_counter()))
+    def done(f):
+        f.done_at = time.perf_counter()
+        if not f.cancelled():
+            f.exception()   # a request the client cancelled ends in an error nobody else reads
+    fut.add_done_callback(done)
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -260,6 +275,17 @@ def _pct(values: list[float], q: float) -> float | None:
 async def replay(sessions: list[Session], server_cmd: list[str], speed: float = 1.0,
                  limit_chars: int | None = None, options: dict | None = None, log=print) -> dict:
     client = LanguageClient("tandem-replay", "1")
+    messages: list[str] = []
+
+    @client.feature(types.WINDOW_LOG_MESSAGE)
+    def _log(params: types.LogMessageParams):
+        pass
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE)
+    def _show(params: types.ShowMessageParams):
+        messages.append(params.message)
+        log(f"server says: {params.message}")
+
     await client.start_io(server_cmd[0], *server_cmd[1:])
     counts = Counts()
     t_start = time.perf_counter()
@@ -282,7 +308,7 @@ async def replay(sessions: list[Session], server_cmd: list[str], speed: float = 
             await r.session(s, limit_chars)
         await asyncio.sleep(0.5)
         st = await client.protocol.send_request_async("tandem/stats", {"records": True})
-        server_stats = json.loads(json.dumps(st, default=lambda o: o._asdict() if hasattr(o, "_asdict") else str(o)))
+        server_stats = plain(st)
         peak = rss_peak_mb(client._server.pid)
         await client.shutdown_async(None)
         client.exit(None)
@@ -320,6 +346,7 @@ def report(c: Counts, st: dict, peak_mb: float | None, seconds: float, speed: fl
         "warmups": st.get("warmups"),
         "server_by_source": st.get("by_source"),
         "peak_rss_mb": round(peak_mb, 1) if peak_mb else None,
+        "server_records": [r for r in st.get("records", []) if r["source"] in ("model", "reuse")],
         "targets": TARGETS,
     }
 

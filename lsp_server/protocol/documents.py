@@ -82,8 +82,10 @@ def register(server: TandemServer) -> None:
         doc = ls.workspace.get_text_document(params.text_document.uri)
         _check(ls, doc, announce=True)
         if doc.uri not in ls.refused and ls.service.ready:
-            # warm the top of the file: the first request then only evaluates what is near the cursor
-            ls.service.schedule_warmup(request_for(ls, doc, 0, 0))
+            # warm the file as a prefix up to its end: a first request anywhere in it then reuses everything up
+            # to its cursor and only evaluates the rest of the line, the suffix and what follows
+            lines = doc.source.split("\n")
+            ls.service.schedule_warmup(request_for(ls, doc, len(lines) - 1, len(lines[-1])))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TandemServer, params: types.DidChangeTextDocumentParams):

@@ -33,9 +33,9 @@ class TypingCache:
         while sum(len(v) for v in self._docs.values()) > self.total:
             self._docs.popitem(last=False)
 
-    def lookup(self, uri: str, prefix: str, suffix: str) -> str | None:
+    def lookup(self, uri: str, prefix: str, suffix: str, count: bool = True) -> str | None:
         """The rest of a stored completion whose start the user has typed since, or None."""
-        self.lookups += 1
+        self.lookups += count
         suffix_hash = hash(suffix)
         for e in self._docs.get(uri, ()):
             if e.suffix_hash != suffix_hash or e.prefix_len > len(prefix):
@@ -44,7 +44,7 @@ class TypingCache:
             if len(typed) >= len(e.text) or not e.text.startswith(typed):
                 continue
             if hash(prefix[:e.prefix_len]) == e.prefix_hash:
-                self.hits += 1
+                self.hits += count
                 return e.text[len(typed):]
         return None
 

@@ -5,13 +5,13 @@ prompt's stable part is evaluated ahead (a real request pre-empts that)."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
-from ..engine import ContextFullError, Engine, Generation
+from ..context import Document
+from ..engine import Cancel, ContextFullError, Engine, Generation
 from ..pipeline import CompletionRequest, Pipeline, Plan
 from ..prompt import PromptBudget
 from .cache import TypingCache
@@ -27,14 +27,30 @@ class Answer:
     why: str = ""
 
 
+# tokens at the end of a prompt's stable part that a keystroke near the cursor may change (the cursor's line)
+CURSOR_LINE_TOKENS = 32
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
 class CompletionError(Exception):
     """A request that failed for a reason the user should read (the server stays up)."""
 
 
 class _Job:
-    def __init__(self, uri: str, plan: Plan):
+    def __init__(self, uri: str, plan: Plan, base: str | None = None):
         self.uri, self.plan = uri, plan
-        self.cancel = threading.Event()
+        # a prefetch: the prefix the user had when it started; typing from there toward its prefix keeps it
+        self.base = base
+        self.queued_at = time.perf_counter()
+        self.started_at: float | None = None
+        self.cancel = Cancel()
         self.partial = ""            # the text generated so far, written by the model thread
         self.waiters = 0
         self.future: asyncio.Future | None = None
@@ -54,9 +70,12 @@ class _Job:
     def survives(self, text: str) -> bool:
         """Whether an edit that made the document `text` leaves this job's answer usable."""
         p0, s0 = self.plan.prefix, self.plan.suffix
-        if len(text) < len(p0) + len(s0) or not text.startswith(p0) or not text.endswith(s0):
+        if not text.endswith(s0):
             return False
-        return self.extends(text[:len(text) - len(s0)], s0)
+        prefix = text[:len(text) - len(s0)]
+        if self.base is not None and prefix.startswith(self.base) and p0.startswith(prefix):
+            return True   # typing through the suggestion this prefetch continues
+        return len(prefix) >= len(p0) and self.extends(prefix, s0)
 
 
 def budget_of(s: Settings) -> PromptBudget:
@@ -76,7 +95,8 @@ class CompletionService:
         # the model thread: every model call goes through it, so at most one generation runs at a time
         self.model_pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-model")
         self.context_pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-context")
-        self._warm_cancel = threading.Event()
+        self._warm_cancel = Cancel()
+        self._warm_keep = 0   # the warm-up's tokens that the request pre-empting it will want too
         self._warm_timer: asyncio.TimerHandle | None = None
         self._latest: dict[str, asyncio.Future] = {}   # uri -> set when a newer request for it arrives
 
@@ -127,7 +147,7 @@ class CompletionService:
 
     async def complete(self, uri: str, req: CompletionRequest) -> Answer:
         t0 = time.perf_counter()
-        self._cancel_warmup()
+        self._cancel_warmup(keep=self._warm_keep)
         lang = req.document.language
         if self.pipeline is None:
             return self._done(t0, Answer("", "not_ready", why=self.load_error or "models are loading"), lang)
@@ -171,7 +191,8 @@ class CompletionService:
             if reuse is None and job.extends(plan.prefix, plan.suffix):
                 reuse = job
             else:
-                job.cancel.set()     # superseded by this newer request
+                # superseded by this newer request; its prompt evaluation goes on where the two prompts agree
+                job.cancel.set_keeping(common_prefix(job.plan.prompt.tokens, plan.prompt.tokens))
         for attempt in (1, 2):
             job = reuse or self._start(uri, plan)
             gen = await self._wait(job, superseded)
@@ -186,8 +207,11 @@ class CompletionService:
                     reuse = None     # the generation went another way than the user: generate for this prefix
                     continue
                 text = text[len(typed):]
+            if completion.text and self.settings.prefetch:
+                self._prefetch(uri, job.plan, completion.text)
             return self._done(t0, Answer(text, "reuse" if job is reuse else "model", plan.mode.multiline), lang,
-                              gen if job is not reuse else None)
+                              gen if job is not reuse else None,
+                              queue_s=(job.started_at or job.queued_at) - job.queued_at)
         raise AssertionError("unreachable: the second attempt never reuses")
 
     async def _wait(self, job: _Job, superseded: asyncio.Future) -> Generation | None:
@@ -200,16 +224,51 @@ class CompletionService:
         except asyncio.CancelledError:
             # $/cancelRequest: stop the model unless another request still waits for this generation
             if job.waiters == 1:
-                job.cancel.set()
+                job.cancel.set_keeping(self._near_cursor_keep(job.plan))
             raise
         finally:
             job.waiters -= 1
 
-    def _start(self, uri: str, plan: Plan) -> _Job:
-        job = _Job(uri, plan)
+    def _prefetch(self, uri: str, plan: Plan, shown: str) -> None:
+        """Generate now what follows the suggestion just shown, as if it were accepted: typing it through or
+        accepting it then finds the next completion in the cache. Any real request pre-empts it (a request
+        that agrees with it joins it instead)."""
+        prefix = plan.prefix + shown
+        req = plan.request
+        doc = Document(req.document.path, prefix + plan.suffix, req.document.language)
+        line, col = prefix.count("\n"), len(prefix) - (prefix.rfind("\n") + 1)
+        asyncio.ensure_future(self._run_prefetch(uri, replace(req, document=doc, line=line, col=col), plan.prefix))
+
+    async def _run_prefetch(self, uri: str, req: CompletionRequest, base: str) -> None:
+        pipeline = self.pipeline
+        if pipeline is None or uri in self._latest or self.jobs.get(uri):
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            plan = await loop.run_in_executor(self.context_pool, pipeline.plan, req)
+        except Exception:
+            return
+        if (not plan.mode.complete or uri in self._latest or self.jobs.get(uri) or self.pipeline is not pipeline
+                or self.cache.lookup(uri, plan.prefix, plan.suffix, count=False) is not None):
+            return
+        job = self._start(uri, plan, base=base)
+        try:
+            gen = await asyncio.shield(job.future)
+        except Exception:
+            return
+        if gen is None or gen.stop_reason == "cancelled" or self.pipeline is not pipeline:
+            return
+        completion = await loop.run_in_executor(self.context_pool, pipeline.finish, plan, gen)
+        self.cache.store(uri, plan.prefix, plan.suffix, completion.text)
+        self.stats.prefetches += 1
+        self.stats.prefetch_tokens += len(gen.tokens)
+
+    def _start(self, uri: str, plan: Plan, base: str | None = None) -> _Job:
+        job = _Job(uri, plan, base)
         pipeline = self.pipeline
 
         def run() -> Generation | None:
+            job.started_at = time.perf_counter()
             if job.cancel.is_set():
                 return None
             return pipeline.generate(plan, job.cancel, on_text=job.set_partial)
@@ -235,12 +294,14 @@ class CompletionService:
         else:
             self.stats.add_drafters(job.plan.request.document.language, gen.drafters)
 
-    def _done(self, t0: float, ans: Answer, language: str, gen: Generation | None = None) -> Answer:
+    def _done(self, t0: float, ans: Answer, language: str, gen: Generation | None = None,
+              queue_s: float = 0.0) -> Answer:
         rec = Record(language, ans.source, time.perf_counter() - t0, multiline=ans.multiline,
-                     shown_chars=len(ans.text))
+                     shown_chars=len(ans.text), queue_s=queue_s)
         if gen is not None:
             rec.prompt_tokens, rec.prompt_evaluated = gen.prompt_tokens, gen.prompt_evaluated
             rec.tokens, rec.tok_s = len(gen.tokens), gen.tok_s
+            rec.prompt_s, rec.gen_s = gen.prompt_s, gen.gen_s
         self.stats.add(rec)
         return ans
 
@@ -250,7 +311,9 @@ class CompletionService:
         """An edit supersedes the document's work unless it only typed what a generation is writing."""
         for job in list(self.jobs.get(uri, ())):
             if not job.survives(text):
-                job.cancel.set()
+                p0 = job.plan.prefix
+                same_above = text.startswith(p0[:p0.rfind("\n") + 1])
+                job.cancel.set_keeping(self._near_cursor_keep(job.plan) if same_above else 0)
 
     def on_close(self, uri: str) -> None:
         for job in self.jobs.get(uri, ()):
@@ -270,7 +333,7 @@ class CompletionService:
         pipeline = self.pipeline
         if pipeline is None or any(self.jobs.values()) or not self.settings.language_enabled(req.document.language):
             return
-        cancel = self._warm_cancel = threading.Event()
+        cancel = self._warm_cancel = Cancel()
         loop = asyncio.get_running_loop()
         try:
             plan = await loop.run_in_executor(self.context_pool, pipeline.plan, req)
@@ -279,16 +342,25 @@ class CompletionService:
         if cancel.is_set() or not plan.mode.complete:
             return
         tokens = pipeline.stable_tokens(plan)
+        self._warm_keep = max(0, len(tokens) - CURSOR_LINE_TOKENS)
         evaluated = await loop.run_in_executor(
             self.model_pool, lambda: 0 if cancel.is_set() else pipeline.engine.prewarm(tokens, cancel))
         self.stats.warmups += 1
         self.stats.warmup_tokens += evaluated
 
-    def _cancel_warmup(self) -> None:
+    def _cancel_warmup(self, keep: int = 0) -> None:
         if self._warm_timer is not None:
             self._warm_timer.cancel()
             self._warm_timer = None
-        self._warm_cancel.set()
+        self._warm_cancel.set_keeping(keep)
+
+    def _near_cursor_keep(self, plan: Plan) -> int:
+        """Tokens of this plan's prompt that a request a few keystrokes later will share: all before the
+        cursor's line, give or take."""
+        pipeline = self.pipeline
+        if pipeline is None:
+            return 0
+        return max(0, len(pipeline.stable_tokens(plan)) - CURSOR_LINE_TOKENS)
 
     def _cancel_all(self) -> None:
         self._cancel_warmup()

@@ -34,12 +34,13 @@ class Settings:
     time_budget_ms: int = 1500        # generation stops after this and keeps the whole lines it has
     # prompt budgets in tokens; the suffix is evaluated again on every keystroke, so it stays short
     prefix_tokens: int = 1024
-    suffix_tokens: int = 32
+    suffix_tokens: int = 16
     context_tokens: int = 512
     # behaviour
     enabled: bool = True
     languages: dict[str, bool] = field(default_factory=dict)   # {"markdown": false}; others on
     warmup_pause_ms: int = 300        # evaluate the next prompt's stable part after this much idle time
+    prefetch: bool = True             # after a suggestion, generate the next one as if it were accepted
     max_file_bytes: int = 4 << 20
 
     MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu_layers", "gpu_layers_draft", "drafters")

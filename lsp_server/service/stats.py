@@ -18,6 +18,9 @@ class Record:
     tok_s: float = 0.0
     multiline: bool = False
     shown_chars: int = 0
+    queue_s: float = 0.0     # waiting for the model thread (a pre-empted warm-up or prefetch step)
+    prompt_s: float = 0.0    # prompt evaluation
+    gen_s: float = 0.0       # generation
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -32,6 +35,8 @@ class ServerStats:
         self.records: deque[Record] = deque(maxlen=RECORDS)
         self.drafters: dict[str, dict[str, dict[str, int]]] = {}   # language -> drafter -> counts
         self.wasted_tokens = 0        # generated, then thrown away (cancelled or superseded work)
+        self.prefetches = 0           # completions generated ahead, as if the shown one were accepted
+        self.prefetch_tokens = 0
         self.warmups = 0
         self.warmup_tokens = 0
         self.shown = self.accepted = 0
@@ -66,8 +71,9 @@ class ServerStats:
             "prompt": {"evaluated_fraction_p50": percentile(ratios, 50),
                        "evaluated_p50": percentile([r.prompt_evaluated for r in model], 50),
                        "size_p50": percentile([r.prompt_tokens for r in model], 50)},
-            "tokens": {"generated": sum(r.tokens for r in self.records) + self.wasted_tokens,
-                       "wasted": self.wasted_tokens},
+            "tokens": {"generated": sum(r.tokens for r in self.records) + self.wasted_tokens + self.prefetch_tokens,
+                       "wasted": self.wasted_tokens, "prefetched": self.prefetch_tokens},
+            "prefetches": self.prefetches,
             "warmups": {"runs": self.warmups, "tokens_evaluated": self.warmup_tokens},
             "acceptance": {lang: {name: {**d, "rate": d["accepted"] / d["drafted"] if d["drafted"] else None}
                                   for name, d in per.items()} for lang, per in self.drafters.items()},

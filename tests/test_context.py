@@ -1,0 +1,106 @@
+"""The context stage: completion mode, outline of a cut prefix, snippets from other open files, and how they
+land in the prompt."""
+from lsp_server.context import Document
+from lsp_server.context.assemble import DefinitionIndex, gather
+from lsp_server.context.outline import outline_above
+from lsp_server.context.snippets import extract, rank
+from lsp_server.context.syntax import parse
+from lsp_server.context.trigger import decide
+
+PY = '''import os
+from dataclasses import dataclass
+
+
+class Repo:
+    def __init__(self, root):
+        self.root = root
+
+    def load(self, name):
+        path = os.path.join(self.root, name)
+        return path
+'''
+
+
+def test_mode_single_line_mid_statement():
+    m = decide("x = compute(", ")\n", "python")
+    assert m.complete and not m.multiline
+
+
+def test_mode_no_completion_with_text_right_of_the_cursor():
+    assert not decide("x = comp", "ute(a, b)\n", "python").complete
+    # closers and terminators to the right are fine
+    assert decide("f(a, ", ");\n", "typescript").complete
+
+
+def test_mode_multi_line_after_a_block_opener_and_in_an_empty_block():
+    assert decide("def f(a):\n    ", "\n", "python").multiline
+    assert decide("func f() {\n\t", "\n}\n", "go").multiline
+    # an empty block whose opener is not on the line above
+    assert decide("function f() {\n  // nothing yet\n  ", "\n}\n", "typescript").multiline
+
+
+def test_mode_single_line_between_statements_of_a_block():
+    prefix = "def f(a):\n    x = 1\n    "
+    m = decide(prefix, "\n    return x\n", "python")
+    assert m.complete and not m.multiline, m
+
+
+def test_mode_multi_line_at_top_level():
+    assert decide("import os\n\n", "", "python").multiline
+
+
+def test_mode_without_a_grammar_is_single_line():
+    m = decide("notes\n", "", "text")
+    assert m.complete and not m.multiline
+
+
+def test_outline_has_imports_and_enclosing_headers():
+    tree = parse(PY, "python")
+    out = outline_above(tree, PY.encode(), (10, 8), cut_line=9)
+    assert out == "import os\nfrom dataclasses import dataclass\nclass Repo:\n    def load(self, name):\n"
+
+
+def test_outline_leaves_out_what_the_window_still_shows():
+    tree = parse(PY, "python")
+    out = outline_above(tree, PY.encode(), (10, 8), cut_line=4)
+    assert "def load" not in out and "class Repo" not in out and "import os" in out
+
+
+def test_definitions_of_other_files_ranked_by_names_near_the_cursor():
+    other = '''package shop
+
+type Order struct {
+\tID    string
+\tTotal int
+}
+
+func NewOrder(id string) *Order {
+\treturn &Order{ID: id}
+}
+
+func unrelated() {}
+'''
+    defs = extract("shop/order.go", other, "go")
+    assert {d.name for d in defs} == {"Order", "NewOrder", "unrelated"}
+    ranked = rank(defs, "func main() {\n\to := NewOrder(\"a\")\n\to.", "\n}\n")
+    assert [s.text.split("\n")[0] for s in ranked][:1] == ["func NewOrder(id string) *Order {"]
+    assert all("unrelated" not in s.text for s in ranked)
+
+
+def test_gather_packs_snippets_and_keeps_a_stable_order():
+    helper = Document("/w/util.py", "def slugify(text):\n    return text.lower().replace(' ', '-')\n\n\n"
+                                    "def unused():\n    pass\n")
+    doc = Document("/w/main.py", "from util import slugify\n\ntitle = slugify(")
+    ctx = gather(doc, 2, len("title = slugify("), [helper], DefinitionIndex(), context_tokens=256)
+    assert ctx.files == [("/w/util.py", "def slugify(text):\n    return text.lower().replace(' ', '-')")]
+    # no room: nothing
+    assert gather(doc, 2, 16, [helper], DefinitionIndex(), context_tokens=4).files == []
+
+
+def test_definition_index_is_bounded_and_follows_edits():
+    index = DefinitionIndex(limit=2)
+    for i in range(3):
+        index.definitions(Document(f"/w/m{i}.py", f"def f{i}():\n    pass\n"))
+    assert len(index) == 2
+    d = Document("/w/m2.py", "def changed():\n    pass\n")
+    assert [x.name for x in index.definitions(d)] == ["changed"]

@@ -1,0 +1,71 @@
+"""The service's pieces that need no model: the typing-through cache and settings."""
+import pytest
+
+from lsp_server.service.cache import TypingCache
+from lsp_server.service.settings import Settings, SettingsError, load_files
+
+
+def test_typing_through_serves_the_rest():
+    c = TypingCache()
+    c.store("a", "x = ", "\n", "compute(1, 2)")
+    assert c.lookup("a", "x = ", "\n") == "compute(1, 2)"
+    assert c.lookup("a", "x = comp", "\n") == "ute(1, 2)"
+    # typed something else, typed it all, another suffix, another document
+    assert c.lookup("a", "x = y", "\n") is None
+    assert c.lookup("a", "x = compute(1, 2)", "\n") is None
+    assert c.lookup("a", "x = comp", "\nother") is None
+    assert c.lookup("b", "x = comp", "\n") is None
+    assert (c.hits, c.lookups) == (2, 6)
+
+
+def test_the_newest_entry_wins_and_the_cache_is_bounded():
+    c = TypingCache(per_document=2, total=3)
+    c.store("a", "p", "", "one")
+    c.store("a", "p", "", "two")
+    c.store("a", "p", "", "three")
+    assert c.lookup("a", "p", "") == "three"
+    assert len(c) == 2
+    c.store("b", "q", "", "x")
+    c.store("c", "r", "", "y")
+    assert len(c) <= 3
+    c.forget("c")
+    assert c.lookup("c", "r", "") is None
+
+
+def test_settings_merge_camel_and_snake_case():
+    s = Settings().merged({"maxTokens": 50, "draft_max": 4, "languages": {"markdown": False}})
+    assert (s.max_tokens, s.draft_max) == (50, 4)
+    assert not s.language_enabled("markdown") and s.language_enabled("python")
+    assert not s.merged({"enabled": False}).language_enabled("python")
+    assert Settings().merged({"languages": {"*": False, "go": True}}).language_enabled("go")
+
+
+@pytest.mark.parametrize("bad, words", [({"maxTokens": "many"}, "expected int"),
+                                        ({"noSuch": 1}, "unknown setting"),
+                                        ({"draftMin": 9, "draftMax": 2}, "draft limits"),
+                                        ({"contextSize": 512}, "too small"),
+                                        ("not an object", "must be an object")])
+def test_bad_settings_say_what_is_wrong(bad, words):
+    with pytest.raises(SettingsError) as e:
+        Settings().merged(bad)
+    assert words in str(e.value)
+
+
+def test_model_settings_ask_for_a_reload():
+    s = Settings()
+    assert s.merged({"contextSize": 8192}).models_differ(s)
+    assert not s.merged({"maxTokens": 10}).models_differ(s)
+
+
+def test_config_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    (tmp_path / "cfg" / "tandem").mkdir(parents=True)
+    (tmp_path / "cfg" / "tandem" / "config.toml").write_text("maxTokens = 20\nspeculation = false\n")
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "tandem.toml").write_text("[tandem]\nmax_tokens = 30\n")
+    s, used = load_files(Settings(), str(tmp_path / "ws"))
+    assert (s.max_tokens, s.speculation) == (30, False) and len(used) == 2
+    (tmp_path / "ws" / "tandem.toml").write_text("max_tokens = [\n")
+    with pytest.raises(SettingsError) as e:
+        load_files(Settings(), str(tmp_path / "ws"))
+    assert "tandem.toml" in str(e.value)
