@@ -38,6 +38,9 @@ class Plan:
     prompt: Prompt
     max_tokens: int
     stop: tuple[str, ...]
+    # one line is asked for but the generation goes on past its end: the next line, ready in the cache for
+    # when the user accepts or types through this one (only where nothing stands right of the cursor)
+    continues: bool = False
 
     @property
     def prefix(self) -> str:
@@ -91,7 +94,9 @@ class Pipeline:
         # single-line: the engine stops at the end of the first line with text (a line ending at the cursor
         # may be followed by the next line), so "\n" alone is not a stop string here
         stop = prompt.stop if multiline else tuple(s for s in prompt.stop if s != "\n")
-        return Plan(req, ctx, prompt, req.max_tokens if multiline else req.max_tokens_single_line, stop)
+        continues = not multiline and not ctx.suffix.split("\n", 1)[0].strip()
+        return Plan(req, ctx, prompt, req.max_tokens if multiline else req.max_tokens_single_line, stop,
+                    continues)
 
     def stable_tokens(self, plan: Plan) -> list[int]:
         """The part of the prompt a keystroke at the cursor does not change: everything before the suffix."""
@@ -102,19 +107,27 @@ class Pipeline:
         return toks[:toks.index(fim.suffix)]
 
     def generate(self, plan: Plan, cancel: threading.Event | None = None,
-                 on_text: Callable[[str], None] | None = None) -> Generation:
+                 on_text: Callable[[str, int], None] | None = None,
+                 on_prompt: Callable[[int, int, float], None] | None = None) -> Generation:
         req = plan.request
         return self.engine.generate(GenerationRequest(
             plan.prompt.tokens, max_tokens=plan.max_tokens, stop=plan.stop, language=req.document.language,
             speculative=req.speculative, time_budget_s=req.time_budget_s, record_margins=req.record_margins,
-            left_text=plan.prefix, on_text=on_text, single_line=not plan.mode.multiline), cancel)
+            left_text=plan.prefix, on_text=on_text, on_prompt=on_prompt,
+            single_line=not plan.mode.multiline and not plan.continues), cancel)
 
     def finish(self, plan: Plan, gen: Generation) -> Completion:
         around = replace(plan.around, truncated=gen.stop_reason in ("length", "time"))
         return Completion(postprocess.run(gen.text, around), gen.text, gen, plan.prompt, plan.mode)
 
+    @staticmethod
+    def finish_text(around: postprocess.Around, raw: str) -> str:
+        """Post-process model text for a place (the server's path: text may come before the generation ends)."""
+        return postprocess.run(raw, around)
+
     def complete(self, req: CompletionRequest, cancel: threading.Event | None = None) -> Completion:
         plan = self.plan(req)
         if not plan.mode.complete and not req.force:
             return Completion("", "", None, plan.prompt, plan.mode, skipped=plan.mode.why)
+        plan.continues = False   # one answer, nothing to keep ready for later
         return self.finish(plan, self.generate(plan, cancel))

@@ -201,3 +201,29 @@ async def test_accepted_suggestions_are_counted(client: LanguageClient):
     s = await stats(client)
     assert s["suggestions"]["accepted"] == before + 2
     assert s["latency_ms"]["p50"] is not None and s["acceptance"]
+
+
+async def test_accepting_a_line_finds_the_next_one_ready(client: LanguageClient):
+    uri, text = open_doc(client, LSP / "inventory.py", uri=(LSP / "inventory-accept.py").as_uri())
+    pos = type_text(client, uri, 2, blank_cursor(text), "item = self.items[sku]")
+    before = await stats(client)
+    line = await inline(client, uri, pos)
+    assert line.strip() and line.count("\n") <= 1, line
+    # the one-line generation goes on to the next line in the background
+    for _ in range(100):
+        s = await stats(client)
+        if s["continued"] > before["continued"]:
+            break
+        await asyncio.sleep(0.1)
+    assert s["continued"] > before["continued"], "the generation did not go on past the shown line"
+    # accept: the editor inserts the line and asks again at once
+    lines = line.split("\n")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=3),
+        content_changes=[types.TextDocumentContentChangePartial(range=types.Range(start=pos, end=pos), text=line)]))
+    after = types.Position(line=pos.line + len(lines) - 1,
+                           character=(pos.character if len(lines) == 1 else 0) + len(lines[-1]))
+    t0 = time.perf_counter()
+    nxt = await inline(client, uri, after)
+    assert nxt.strip() and time.perf_counter() - t0 < 0.5
+    assert (await stats(client))["cache"]["hits"] > s["cache"]["hits"]

@@ -46,6 +46,7 @@ class Counts:
     accepted: int = 0
     accepted_chars: int = 0
     pause_latency_ms: list[float] = field(default_factory=list)
+    pause_sources: list[str] = field(default_factory=list)
     answered_latency_ms: list[float] = field(default_factory=list)
     sources: dict[str, int] = field(default_factory=dict)
 
@@ -107,6 +108,10 @@ class Typist:
     def accepts(self) -> bool:
         return self.rng.random() < 0.5
 
+    def reaction(self) -> float:
+        """Reading a suggestion before accepting it."""
+        return self.rng.uniform(0.3, 0.8) / self.speed
+
 
 def rss_peak_mb(pid: int) -> float | None:
     try:
@@ -161,6 +166,7 @@ class Replayer:
             self.c.answered_latency_ms.append(latency)
             if at_pause:
                 self.c.pause_latency_ms.append(latency)
+                self.c.pause_sources.append(source if text else "empty")
         return text, source
 
     async def session(self, s: Session, limit_chars: int | None) -> None:
@@ -215,7 +221,10 @@ class Replayer:
                         self.c.typing_through_cache += source == "cache"
                         self.c.typing_through_reuse += source == "reuse"
                     rest = typed[done:]
-                    if shown and len(shown) >= 3 and rest.startswith(shown) and typist.accepts():
+                    # a suggestion that is what the user meant: half the time they read it and press Tab,
+                    # and the editor asks for the next one at once (as VS Code does after an accept)
+                    while shown and len(shown) >= 3 and typed[done:].startswith(shown) and typist.accepts():
+                        await asyncio.sleep(typist.reaction())
                         version += 1
                         self.client.text_document_did_change(types.DidChangeTextDocumentParams(
                             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
@@ -229,6 +238,16 @@ class Replayer:
                         self.c.accepted += 1
                         self.c.accepted_chars += len(shown)
                         shown = ""
+                        if done >= len(typed):
+                            break
+                        fut, _, sent = await self.request(uri, text, cursor)
+                        _mark_done_time(fut)
+                        try:
+                            await asyncio.wait_for(asyncio.shield(fut), 15)
+                        except (asyncio.TimeoutError, JsonRpcException):
+                            pass
+                        got = self.result(fut, sent, at_pause=True) if fut.done() else None
+                        shown = got[0] if got else ""
                 await asyncio.sleep(max(0.0, pause - (time.perf_counter() - t0)))
             else:
                 await asyncio.sleep(typist.gap())
@@ -331,6 +350,8 @@ def report(c: Counts, st: dict, peak_mb: float | None, seconds: float, speed: fl
         "sources": c.sources,
         "latency_ms": {"at_pause_p50": _pct(c.pause_latency_ms, 50), "at_pause_p95": _pct(c.pause_latency_ms, 95),
                        "at_pause_n": len(c.pause_latency_ms),
+                       "at_pause": [{"ms": round(ms, 1), "source": src}
+                                    for ms, src in zip(c.pause_latency_ms, c.pause_sources)],
                        "answered_p50": _pct(c.answered_latency_ms, 50),
                        "answered_p95": _pct(c.answered_latency_ms, 95)},
         "typing_through": {"requests": c.typing_through, "cache_hits": c.typing_through_cache,

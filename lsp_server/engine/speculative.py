@@ -26,7 +26,8 @@ class GenerationRequest:
     left_text: str = ""            # the text before the generation point, for structural drafters
     fixed_model_draft: int = 0     # >0: always draft this many tokens with the draft model, like
                                    # llama.cpp's fixed --draft settings (a comparison, not the controller)
-    on_text: Callable[[str], None] | None = None   # called with the text so far after each verify step
+    on_text: Callable[[str, int], None] | None = None   # (text so far, tokens so far) after each verify step
+    on_prompt: Callable[[int, int, float], None] | None = None   # (prompt tokens, reused, seconds) after prefill
     single_line: bool = False      # stop at the end of the first line that has text (leading newlines pass)
 
 
@@ -127,6 +128,8 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         t = time.perf_counter() - t0
         return Generation("", [], "cancelled", len(req.tokens), 0, t, 0.0, 0)
     t_gen = time.perf_counter()
+    if req.on_prompt is not None:
+        req.on_prompt(len(req.tokens), reused, t_gen - t0)
     out = _Output(target, req)
     counts: dict[str, DrafterCount] = {}
     record = req.record_margins
@@ -183,7 +186,7 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         if reason:
             break
         if req.on_text is not None:
-            req.on_text(out.text)
+            req.on_text(out.text, len(out.tokens))
         tok, last_gap = next_tok, margins[-1]
         margin = last_gap if record else None
 

@@ -46,6 +46,10 @@ class CompletionError(Exception):
 class _Job:
     def __init__(self, uri: str, plan: Plan, base: str | None = None):
         self.uri, self.plan = uri, plan
+        self.loop = asyncio.get_running_loop()
+        self.progress = asyncio.Event()   # set (from the model thread) whenever `partial` grows
+        self.n_tokens = 0
+        self.prompt_info: tuple[int, int, float] | None = None   # prompt tokens, reused, seconds
         # a prefetch: the prefix the user had when it started; typing from there toward its prefix keeps it
         self.base = base
         self.queued_at = time.perf_counter()
@@ -55,8 +59,33 @@ class _Job:
         self.waiters = 0
         self.future: asyncio.Future | None = None
 
-    def set_partial(self, text: str) -> None:
-        self.partial = text
+    def set_partial(self, text: str, n_tokens: int) -> None:
+        self.partial, self.n_tokens = text, n_tokens
+        self.loop.call_soon_threadsafe(self.progress.set)
+
+    def set_prompt(self, tokens: int, reused: int, seconds: float) -> None:
+        self.prompt_info = (tokens, reused, seconds)
+
+    def take(self, typed: str, one_line: bool):
+        """What this job has for a request that typed `typed` since its prefix: ("text", raw, gen) when there
+        is an answer (gen is None while the generation goes on), "wait", "gone" (cancelled), or "diverged"."""
+        if self.future.done():
+            gen = self.future.result()
+            if gen is None or gen.stop_reason == "cancelled":
+                return "gone"
+            if not gen.text.startswith(typed):
+                return "diverged"
+            return "text", gen.text[len(typed):], gen
+        part = self.partial
+        if not (part.startswith(typed) or typed.startswith(part)):
+            return "diverged"
+        if one_line and len(part) > len(typed):
+            rest = part[len(typed):]
+            body = len(rest) - len(rest.lstrip())
+            end = rest.find("\n", body)
+            if body < len(rest) and end >= 0:
+                return "text", rest[:end], None   # its line is finished: answer now, let it go on
+        return "wait"
 
     def extends(self, prefix: str, suffix: str) -> bool:
         """True when `prefix` is this job's prefix plus text typed in agreement with what it has written."""
@@ -66,6 +95,10 @@ class _Job:
         typed, part = prefix[len(p0):], self.partial
         n = min(len(typed), len(part))
         return typed[:n] == part[:n] and (len(typed) < len(part) or not self.future.done())
+
+    @property
+    def queue_s(self) -> float:
+        return (self.started_at or self.queued_at) - self.queued_at
 
     def survives(self, text: str) -> bool:
         """Whether an edit that made the document `text` leaves this job's answer usable."""
@@ -195,32 +228,41 @@ class CompletionService:
                 job.cancel.set_keeping(common_prefix(job.plan.prompt.tokens, plan.prompt.tokens))
         for attempt in (1, 2):
             job = reuse or self._start(uri, plan)
-            gen = await self._wait(job, superseded)
-            if superseded.done() or gen is None or gen.stop_reason == "cancelled" or self.pipeline is None:
+            typed = plan.prefix[len(job.plan.prefix):]
+            got = await self._wait(job, superseded, typed, one_line=not plan.mode.multiline)
+            if got == "diverged":
+                reuse = None     # the generation went another way than the user: generate for this prefix
+                continue
+            if got == "gone" or superseded.done() or self.pipeline is None:
                 return self._done(t0, Answer("", "superseded", why="a newer request or edit replaced it"), lang)
-            completion = await loop.run_in_executor(self.context_pool, self.pipeline.finish, job.plan, gen)
-            self.cache.store(uri, job.plan.prefix, job.plan.suffix, completion.text)
-            text = completion.text
-            if job is reuse:
-                typed = plan.prefix[len(job.plan.prefix):]
-                if not text.startswith(typed) or len(text) <= len(typed):
-                    reuse = None     # the generation went another way than the user: generate for this prefix
-                    continue
-                text = text[len(typed):]
-            if completion.text and self.settings.prefetch:
-                self._prefetch(uri, job.plan, completion.text)
+            _, raw, gen = got
+            truncated = gen is not None and gen.stop_reason in ("length", "time")
+            around = replace(plan.around, truncated=truncated)
+            text = await loop.run_in_executor(self.context_pool, self.pipeline.finish_text, around, raw)
+            self.cache.store(uri, plan.prefix, plan.suffix, text)
+            if text and self.settings.prefetch and plan.mode.multiline and gen is not None:
+                self._prefetch(uri, plan, text)
             return self._done(t0, Answer(text, "reuse" if job is reuse else "model", plan.mode.multiline), lang,
-                              gen if job is not reuse else None,
-                              queue_s=(job.started_at or job.queued_at) - job.queued_at)
+                              job if job is not reuse else None)
         raise AssertionError("unreachable: the second attempt never reuses")
 
-    async def _wait(self, job: _Job, superseded: asyncio.Future) -> Generation | None:
-        """The job's generation, or None as soon as a newer request supersedes this one."""
+    async def _wait(self, job: _Job, superseded: asyncio.Future, typed: str, one_line: bool):
+        """The job's answer for this request (see `_Job.take`), or "gone" once a newer request supersedes it."""
         job.waiters += 1
         try:
-            done, _ = await asyncio.wait([job.future, superseded], return_when=asyncio.FIRST_COMPLETED)
-            # superseded: the newer request decides whether the job goes on (it may reuse it)
-            return job.future.result() if job.future in done else None
+            while True:
+                job.progress.clear()
+                got = job.take(typed, one_line)
+                if got != "wait":
+                    return got
+                progress = asyncio.ensure_future(job.progress.wait())
+                try:
+                    await asyncio.wait([job.future, superseded, progress], return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    progress.cancel()
+                # superseded: the newer request decides whether the job goes on (it may reuse it)
+                if superseded.done():
+                    return "gone"
         except asyncio.CancelledError:
             # $/cancelRequest: stop the model unless another request still waits for this generation
             if job.waiters == 1:
@@ -271,7 +313,7 @@ class CompletionService:
             job.started_at = time.perf_counter()
             if job.cancel.is_set():
                 return None
-            return pipeline.generate(plan, job.cancel, on_text=job.set_partial)
+            return pipeline.generate(plan, job.cancel, on_text=job.set_partial, on_prompt=job.set_prompt)
 
         job.future = asyncio.get_running_loop().run_in_executor(self.model_pool, run)
         self.jobs.setdefault(uri, []).append(job)
@@ -291,17 +333,43 @@ class CompletionService:
             return
         if gen.stop_reason == "cancelled":
             self.stats.wasted_tokens += len(gen.tokens)
-        else:
-            self.stats.add_drafters(job.plan.request.document.language, gen.drafters)
+            return
+        self.stats.add_drafters(job.plan.request.document.language, gen.drafters)
+        if job.plan.continues:
+            asyncio.ensure_future(self._store_continuation(job, gen))
 
-    def _done(self, t0: float, ans: Answer, language: str, gen: Generation | None = None,
-              queue_s: float = 0.0) -> Answer:
+    async def _store_continuation(self, job: _Job, gen: Generation) -> None:
+        """A one-line job went on past its line: keep the next line for when this one is accepted or typed."""
+        pipeline, plan, text = self.pipeline, job.plan, gen.text
+        body = len(text) - len(text.lstrip())
+        end = text.find("\n", body)
+        if pipeline is None or body >= len(text) or end < 0:
+            return
+        loop = asyncio.get_running_loop()
+        # key it by the line as it was shown (after post-processing), which is what an accept inserts
+        shown = await loop.run_in_executor(self.context_pool, pipeline.finish_text, plan.around, text[:end])
+        if not shown or not text.startswith(shown):
+            return
+        around = replace(plan.around, prefix=plan.prefix + shown, truncated=gen.stop_reason in ("length", "time"))
+        nxt = await loop.run_in_executor(self.context_pool, pipeline.finish_text, around, text[len(shown):])
+        if nxt.strip():
+            self.cache.store(job.uri, plan.prefix + shown, plan.suffix, nxt)
+            self.stats.continued += 1
+
+    def _done(self, t0: float, ans: Answer, language: str, job: _Job | None = None) -> Answer:
         rec = Record(language, ans.source, time.perf_counter() - t0, multiline=ans.multiline,
-                     shown_chars=len(ans.text), queue_s=queue_s)
-        if gen is not None:
-            rec.prompt_tokens, rec.prompt_evaluated = gen.prompt_tokens, gen.prompt_evaluated
-            rec.tokens, rec.tok_s = len(gen.tokens), gen.tok_s
-            rec.prompt_s, rec.gen_s = gen.prompt_s, gen.gen_s
+                     shown_chars=len(ans.text))
+        if job is not None and job.prompt_info is not None:
+            rec.queue_s = job.queue_s
+            rec.prompt_tokens, reused, rec.prompt_s = job.prompt_info
+            rec.prompt_evaluated = rec.prompt_tokens - reused
+            gen = job.future.result() if job.future.done() and not job.future.exception() else None
+            if gen is not None:
+                rec.tokens, rec.tok_s, rec.gen_s = len(gen.tokens), gen.tok_s, gen.gen_s
+            else:   # answered before the generation ended (its line was done)
+                rec.tokens = job.n_tokens
+                rec.gen_s = time.perf_counter() - (job.started_at or t0) - rec.prompt_s
+                rec.tok_s = rec.tokens / rec.gen_s if rec.gen_s > 0 else 0.0
         self.stats.add(rec)
         return ans
 

@@ -35,6 +35,7 @@ class ServerStats:
         self.records: deque[Record] = deque(maxlen=RECORDS)
         self.drafters: dict[str, dict[str, dict[str, int]]] = {}   # language -> drafter -> counts
         self.wasted_tokens = 0        # generated, then thrown away (cancelled or superseded work)
+        self.continued = 0            # one-line generations that went on to the next line
         self.prefetches = 0           # completions generated ahead, as if the shown one were accepted
         self.prefetch_tokens = 0
         self.warmups = 0
@@ -74,6 +75,7 @@ class ServerStats:
             "tokens": {"generated": sum(r.tokens for r in self.records) + self.wasted_tokens + self.prefetch_tokens,
                        "wasted": self.wasted_tokens, "prefetched": self.prefetch_tokens},
             "prefetches": self.prefetches,
+            "continued": self.continued,
             "warmups": {"runs": self.warmups, "tokens_evaluated": self.warmup_tokens},
             "acceptance": {lang: {name: {**d, "rate": d["accepted"] / d["drafted"] if d["drafted"] else None}
                                   for name, d in per.items()} for lang, per in self.drafters.items()},
