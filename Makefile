@@ -8,7 +8,7 @@ DEMO_FILE ?= fixtures/demo/orders.py
 DEMO_LINE ?= 40
 DEMO_COL  ?= 1
 
-.PHONY: demo test models install bench clean-venv
+.PHONY: demo test models install bench replay clean-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ test: models
 
 bench: models
 	$(VENV)/bin/tandem bench --json bench.json --chart bench.svg
+
+replay: models
+	$(VENV)/bin/tandem replay --json replay.json
 
 clean-venv:
 	rm -rf $(VENV)

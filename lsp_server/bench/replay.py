@@ -14,7 +14,7 @@ import random
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsprotocol import types
@@ -220,7 +220,6 @@ class Replayer:
                     if through:
                         self.c.typing_through_cache += source == "cache"
                         self.c.typing_through_reuse += source == "reuse"
-                    rest = typed[done:]
                     # a suggestion that is what the user meant: half the time they read it and press Tab,
                     # and the editor asks for the next one at once (as VS Code does after an accept)
                     while shown and len(shown) >= 3 and typed[done:].startswith(shown) and typist.accepts():

@@ -157,7 +157,7 @@ def run_bench(engine: Engine, args) -> list[dict]:
 
 def _print_table(rows, memory, with_model, seconds, engine, with_llama=False) -> None:
     drafters = sorted({k for r in rows for k in r["acceptance"]}) or ["ngram"]
-    head = (f"| Task type | Plain target | Tandem | " + " | ".join(f"Acceptance ({d})" for d in drafters)
+    head = ("| Task type | Plain target | Tandem | " + " | ".join(f"Acceptance ({d})" for d in drafters)
             + " | Net speedup | Identical |" + (" Model draft k=3 |" if with_model else "")
             + (" llama-speculative-simple (k=3) |" if with_llama else ""))
     print(head)

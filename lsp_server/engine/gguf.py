@@ -104,7 +104,7 @@ def read_gguf(path: str, keep_keys: tuple[str, ...] = ()) -> GGUFInfo:
         alignment = int(info.metadata.get("general.alignment", 32))
         end = 0
         for _ in range(n_tensors):
-            name = r.string()
+            r.string()   # the tensor name
             n_dims = r.unpack("I")
             dims = [r.unpack("Q") for _ in range(n_dims)]
             ttype, offset = r.unpack("I"), r.unpack("Q")

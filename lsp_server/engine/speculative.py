@@ -7,8 +7,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
-
 from .controller import Controller
 from .drafters import Draft, ModelDrafter, NgramDrafter, TemplateDrafter
 from .llama import Cancelled, ContextFullError, LlamaModel, top2

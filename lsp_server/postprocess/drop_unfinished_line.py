@@ -1,8 +1,15 @@
-"""A multi-line completion cut short by the token limit or the time budget keeps its whole lines only."""
+"""A completion cut short by the token limit or the time budget keeps what is whole: a block its whole lines,
+a single line everything before a word that may be cut in two."""
+import re
+
 from .around import Around
+
+LAST_WORD = re.compile(r"(?<=[^A-Za-z0-9_])[A-Za-z0-9_]+$")
 
 
 def apply(completion: str, around: Around) -> str:
-    if not around.truncated or not around.multiline or "\n" not in completion:
+    if not around.truncated:
         return completion
-    return completion.rsplit("\n", 1)[0]
+    if around.multiline and "\n" in completion.strip():
+        return completion.rstrip().rsplit("\n", 1)[0]
+    return LAST_WORD.sub("", completion).rstrip()

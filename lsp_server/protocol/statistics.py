@@ -2,7 +2,6 @@
 command that inline items carry, so an editor can report what the user took."""
 from __future__ import annotations
 
-from lsprotocol import types
 
 from .completion import ACCEPT_COMMAND
 from .server import TandemServer

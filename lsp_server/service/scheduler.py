@@ -11,10 +11,11 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..context import Document
-from ..engine import Cancel, ContextFullError, Engine, Generation
+from ..engine import Cancel, Engine, Generation
 from ..pipeline import CompletionRequest, Pipeline, Plan
 from ..prompt import PromptBudget
 from .cache import TypingCache
+from .job import CURSOR_LINE_TOKENS, Job, common_prefix
 from .settings import Settings
 from .stats import Record, ServerStats
 
@@ -25,90 +26,6 @@ class Answer:
     source: str          # model | reuse | cache | skipped | superseded | not_ready | disabled
     multiline: bool = False
     why: str = ""
-
-
-# tokens at the end of a prompt's stable part that a keystroke near the cursor may change (the cursor's line)
-CURSOR_LINE_TOKENS = 32
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
-
-
-class CompletionError(Exception):
-    """A request that failed for a reason the user should read (the server stays up)."""
-
-
-class _Job:
-    def __init__(self, uri: str, plan: Plan, base: str | None = None):
-        self.uri, self.plan = uri, plan
-        self.loop = asyncio.get_running_loop()
-        self.progress = asyncio.Event()   # set (from the model thread) whenever `partial` grows
-        self.n_tokens = 0
-        self.prompt_info: tuple[int, int, float] | None = None   # prompt tokens, reused, seconds
-        # a prefetch: the prefix the user had when it started; typing from there toward its prefix keeps it
-        self.base = base
-        self.queued_at = time.perf_counter()
-        self.started_at: float | None = None
-        self.cancel = Cancel()
-        self.partial = ""            # the text generated so far, written by the model thread
-        self.waiters = 0
-        self.future: asyncio.Future | None = None
-
-    def set_partial(self, text: str, n_tokens: int) -> None:
-        self.partial, self.n_tokens = text, n_tokens
-        self.loop.call_soon_threadsafe(self.progress.set)
-
-    def set_prompt(self, tokens: int, reused: int, seconds: float) -> None:
-        self.prompt_info = (tokens, reused, seconds)
-
-    def take(self, typed: str, one_line: bool):
-        """What this job has for a request that typed `typed` since its prefix: ("text", raw, gen) when there
-        is an answer (gen is None while the generation goes on), "wait", "gone" (cancelled), or "diverged"."""
-        if self.future.done():
-            gen = self.future.result()
-            if gen is None or gen.stop_reason == "cancelled":
-                return "gone"
-            if not gen.text.startswith(typed):
-                return "diverged"
-            return "text", gen.text[len(typed):], gen
-        part = self.partial
-        if not (part.startswith(typed) or typed.startswith(part)):
-            return "diverged"
-        if one_line and len(part) > len(typed):
-            rest = part[len(typed):]
-            body = len(rest) - len(rest.lstrip())
-            end = rest.find("\n", body)
-            if body < len(rest) and end >= 0:
-                return "text", rest[:end], None   # its line is finished: answer now, let it go on
-        return "wait"
-
-    def extends(self, prefix: str, suffix: str) -> bool:
-        """True when `prefix` is this job's prefix plus text typed in agreement with what it has written."""
-        p0 = self.plan.prefix
-        if self.cancel.is_set() or suffix != self.plan.suffix or not prefix.startswith(p0):
-            return False
-        typed, part = prefix[len(p0):], self.partial
-        n = min(len(typed), len(part))
-        return typed[:n] == part[:n] and (len(typed) < len(part) or not self.future.done())
-
-    @property
-    def queue_s(self) -> float:
-        return (self.started_at or self.queued_at) - self.queued_at
-
-    def survives(self, text: str) -> bool:
-        """Whether an edit that made the document `text` leaves this job's answer usable."""
-        p0, s0 = self.plan.prefix, self.plan.suffix
-        if not text.endswith(s0):
-            return False
-        prefix = text[:len(text) - len(s0)]
-        if self.base is not None and prefix.startswith(self.base) and p0.startswith(prefix):
-            return True   # typing through the suggestion this prefetch continues
-        return len(prefix) >= len(p0) and self.extends(prefix, s0)
 
 
 def budget_of(s: Settings) -> PromptBudget:
@@ -124,12 +41,13 @@ class CompletionService:
         self.load_error: str | None = None
         self.cache = TypingCache()
         self.stats = ServerStats()
-        self.jobs: dict[str, list[_Job]] = {}
+        self.jobs: dict[str, list[Job]] = {}
         # the model thread: every model call goes through it, so at most one generation runs at a time
         self.model_pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-model")
         self.context_pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-context")
         self._warm_cancel = Cancel()
         self._warm_keep = 0   # the warm-up's tokens that the request pre-empting it will want too
+        self._warm_tokens: list[int] = []
         self._warm_timer: asyncio.TimerHandle | None = None
         self._latest: dict[str, asyncio.Future] = {}   # uri -> set when a newer request for it arrives
 
@@ -208,6 +126,9 @@ class CompletionService:
         plan = await asyncio.get_running_loop().run_in_executor(self.context_pool, self.pipeline.plan, req)
         if not plan.mode.complete:
             return self._done(t0, Answer("", "skipped", why=plan.mode.why), lang)
+        if self._warm_tokens:
+            # the warm-up that this request pre-empted goes on only as far as this prompt agrees with it
+            self._warm_cancel.set_keeping(common_prefix(self._warm_tokens, plan.prompt.tokens))
         if superseded.done() or self.pipeline is None:
             return self._done(t0, Answer("", "superseded", why="a newer request replaced it"), lang)
         hit = self.cache.lookup(uri, plan.prefix, plan.suffix)
@@ -246,8 +167,8 @@ class CompletionService:
                               job if job is not reuse else None)
         raise AssertionError("unreachable: the second attempt never reuses")
 
-    async def _wait(self, job: _Job, superseded: asyncio.Future, typed: str, one_line: bool):
-        """The job's answer for this request (see `_Job.take`), or "gone" once a newer request supersedes it."""
+    async def _wait(self, job: Job, superseded: asyncio.Future, typed: str, one_line: bool):
+        """The job's answer for this request (see `Job.take`), or "gone" once a newer request supersedes it."""
         job.waiters += 1
         try:
             while True:
@@ -305,8 +226,8 @@ class CompletionService:
         self.stats.prefetches += 1
         self.stats.prefetch_tokens += len(gen.tokens)
 
-    def _start(self, uri: str, plan: Plan, base: str | None = None) -> _Job:
-        job = _Job(uri, plan, base)
+    def _start(self, uri: str, plan: Plan, base: str | None = None) -> Job:
+        job = Job(uri, plan, base)
         pipeline = self.pipeline
 
         def run() -> Generation | None:
@@ -320,7 +241,7 @@ class CompletionService:
         job.future.add_done_callback(lambda f: self._finished(job, f))
         return job
 
-    def _finished(self, job: _Job, fut: asyncio.Future) -> None:
+    def _finished(self, job: Job, fut: asyncio.Future) -> None:
         jobs = self.jobs.get(job.uri, [])
         if job in jobs:
             jobs.remove(job)
@@ -338,7 +259,7 @@ class CompletionService:
         if job.plan.continues:
             asyncio.ensure_future(self._store_continuation(job, gen))
 
-    async def _store_continuation(self, job: _Job, gen: Generation) -> None:
+    async def _store_continuation(self, job: Job, gen: Generation) -> None:
         """A one-line job went on past its line: keep the next line for when this one is accepted or typed."""
         pipeline, plan, text = self.pipeline, job.plan, gen.text
         body = len(text) - len(text.lstrip())
@@ -356,7 +277,7 @@ class CompletionService:
             self.cache.store(job.uri, plan.prefix + shown, plan.suffix, nxt)
             self.stats.continued += 1
 
-    def _done(self, t0: float, ans: Answer, language: str, job: _Job | None = None) -> Answer:
+    def _done(self, t0: float, ans: Answer, language: str, job: Job | None = None) -> Answer:
         rec = Record(language, ans.source, time.perf_counter() - t0, multiline=ans.multiline,
                      shown_chars=len(ans.text))
         if job is not None and job.prompt_info is not None:
@@ -411,6 +332,7 @@ class CompletionService:
             return
         tokens = pipeline.stable_tokens(plan)
         self._warm_keep = max(0, len(tokens) - CURSOR_LINE_TOKENS)
+        self._warm_tokens = tokens
         evaluated = await loop.run_in_executor(
             self.model_pool, lambda: 0 if cancel.is_set() else pipeline.engine.prewarm(tokens, cancel))
         self.stats.warmups += 1

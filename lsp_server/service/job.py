@@ -1,0 +1,90 @@
+"""A generation the service runs for a document, and how a later request or edit relates to it."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ..engine import Cancel
+from ..pipeline import Plan
+
+
+# tokens at the end of a prompt's stable part that a keystroke near the cursor may change (the cursor's line)
+CURSOR_LINE_TOKENS = 32
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+class Job:
+    """One generation on the model thread, the requests waiting for it, and what it has written so far."""
+
+    def __init__(self, uri: str, plan: Plan, base: str | None = None):
+        self.uri, self.plan = uri, plan
+        self.loop = asyncio.get_running_loop()
+        self.progress = asyncio.Event()   # set (from the model thread) whenever `partial` grows
+        self.n_tokens = 0
+        self.prompt_info: tuple[int, int, float] | None = None   # prompt tokens, reused, seconds
+        # a prefetch: the prefix the user had when it started; typing from there toward its prefix keeps it
+        self.base = base
+        self.queued_at = time.perf_counter()
+        self.started_at: float | None = None
+        self.cancel = Cancel()
+        self.partial = ""            # the text generated so far, written by the model thread
+        self.waiters = 0
+        self.future: asyncio.Future | None = None
+
+    def set_partial(self, text: str, n_tokens: int) -> None:
+        self.partial, self.n_tokens = text, n_tokens
+        self.loop.call_soon_threadsafe(self.progress.set)
+
+    def set_prompt(self, tokens: int, reused: int, seconds: float) -> None:
+        self.prompt_info = (tokens, reused, seconds)
+
+    def take(self, typed: str, one_line: bool):
+        """What this job has for a request that typed `typed` since its prefix: ("text", raw, gen) when there
+        is an answer (gen is None while the generation goes on), "wait", "gone" (cancelled), or "diverged"."""
+        if self.future.done():
+            gen = self.future.result()
+            if gen is None or gen.stop_reason == "cancelled":
+                return "gone"
+            if not gen.text.startswith(typed):
+                return "diverged"
+            return "text", gen.text[len(typed):], gen
+        part = self.partial
+        if not (part.startswith(typed) or typed.startswith(part)):
+            return "diverged"
+        if one_line and len(part) > len(typed):
+            rest = part[len(typed):]
+            body = len(rest) - len(rest.lstrip())
+            end = rest.find("\n", body)
+            if body < len(rest) and end >= 0:
+                return "text", rest[:end], None   # its line is finished: answer now, let it go on
+        return "wait"
+
+    def extends(self, prefix: str, suffix: str) -> bool:
+        """True when `prefix` is this job's prefix plus text typed in agreement with what it has written."""
+        p0 = self.plan.prefix
+        if self.cancel.is_set() or suffix != self.plan.suffix or not prefix.startswith(p0):
+            return False
+        typed, part = prefix[len(p0):], self.partial
+        n = min(len(typed), len(part))
+        return typed[:n] == part[:n] and (len(typed) < len(part) or not self.future.done())
+
+    @property
+    def queue_s(self) -> float:
+        return (self.started_at or self.queued_at) - self.queued_at
+
+    def survives(self, text: str) -> bool:
+        """Whether an edit that made the document `text` leaves this job's answer usable."""
+        p0, s0 = self.plan.prefix, self.plan.suffix
+        if not text.endswith(s0):
+            return False
+        prefix = text[:len(text) - len(s0)]
+        if self.base is not None and prefix.startswith(self.base) and p0.startswith(prefix):
+            return True   # typing through the suggestion this prefetch continues
+        return len(prefix) >= len(p0) and self.extends(prefix, s0)
