@@ -1,5 +1,6 @@
 """Re-parse prefix + completion + suffix with tree-sitter and cut the completion at the last line end (or
-its full length) that adds no syntax error the text did not already have. Without a grammar: unchanged."""
+its full length) that adds no syntax error the text did not already have. Without a grammar, or for a
+completion cut short (unfinished by design: an open bracket there is no mistake): unchanged."""
 from ..context.syntax import error_count, parse
 from .around import Around
 
@@ -12,6 +13,8 @@ def _errors(around: Around, middle: str) -> int | None:
 
 
 def apply(completion: str, around: Around) -> str:
+    if around.truncated:
+        return completion
     baseline = _errors(around, "")
     if baseline is None:
         return completion

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 from ..engine import Cancel
@@ -20,6 +21,10 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
+# the last word of a text cut mid-way, which may itself be cut in two
+LAST_WORD = re.compile(r"(?<=[^A-Za-z0-9_])[A-Za-z0-9_]+$")
+
+
 class Job:
     """One generation on the model thread, the requests waiting for it, and what it has written so far."""
 
@@ -29,6 +34,7 @@ class Job:
         self.progress = asyncio.Event()   # set (from the model thread) whenever `partial` grows
         self.n_tokens = 0
         self.prompt_info: tuple[int, int, float] | None = None   # prompt tokens, reused, seconds
+        self.gen_started_at: float | None = None
         # a prefetch: the prefix the user had when it started; typing from there toward its prefix keeps it
         self.base = base
         self.queued_at = time.perf_counter()
@@ -44,17 +50,20 @@ class Job:
 
     def set_prompt(self, tokens: int, reused: int, seconds: float) -> None:
         self.prompt_info = (tokens, reused, seconds)
+        self.gen_started_at = time.perf_counter()
 
-    def take(self, typed: str, one_line: bool):
-        """What this job has for a request that typed `typed` since its prefix: ("text", raw, gen) when there
-        is an answer (gen is None while the generation goes on), "wait", "gone" (cancelled), or "diverged"."""
+    def take(self, typed: str, one_line: bool, early_s: float | None = None):
+        """What this job has for a request that typed `typed` since its prefix: ("text", raw, gen, early) when
+        there is an answer (gen is None while the generation goes on), "wait", "gone" (cancelled), or
+        "diverged". After `early_s` of generation a long line or block is answered early (its raw text so far;
+        post-processing keeps what is whole) while the generation goes on to fill the cache."""
         if self.future.done():
             gen = self.future.result()
             if gen is None or gen.stop_reason == "cancelled":
                 return "gone"
             if not gen.text.startswith(typed):
                 return "diverged"
-            return "text", gen.text[len(typed):], gen
+            return "text", gen.text[len(typed):], gen, False
         part = self.partial
         if not (part.startswith(typed) or typed.startswith(part)):
             return "diverged"
@@ -63,7 +72,17 @@ class Job:
             body = len(rest) - len(rest.lstrip())
             end = rest.find("\n", body)
             if body < len(rest) and end >= 0:
-                return "text", rest[:end], None   # its line is finished: answer now, let it go on
+                return "text", rest[:end], None, False   # its line is finished: answer now, let it go on
+        if (early_s is not None and self.gen_started_at is not None and len(part) > len(typed)
+                and time.perf_counter() - self.gen_started_at >= early_s):
+            rest = part[len(typed):]
+            if one_line:   # the line being written (maybe after a line break): its whole words
+                whole = LAST_WORD.sub("", rest).rstrip()
+            else:          # a block: its finished lines
+                end = rest.rfind("\n")
+                whole = rest[:end].rstrip() if end > 0 else ""
+            if whole.strip():
+                return "text", rest, None, True
         return "wait"
 
     def extends(self, prefix: str, suffix: str) -> bool:

@@ -156,8 +156,8 @@ class CompletionService:
                 continue
             if got == "gone" or superseded.done() or self.pipeline is None:
                 return self._done(t0, Answer("", "superseded", why="a newer request or edit replaced it"), lang)
-            _, raw, gen = got
-            truncated = gen is not None and gen.stop_reason in ("length", "time")
+            _, raw, gen, early = got
+            truncated = early or (gen is not None and gen.stop_reason in ("length", "time"))
             around = replace(plan.around, truncated=truncated)
             text = await loop.run_in_executor(self.context_pool, self.pipeline.finish_text, around, raw)
             self.cache.store(uri, plan.prefix, plan.suffix, text)
@@ -173,12 +173,15 @@ class CompletionService:
         try:
             while True:
                 job.progress.clear()
-                got = job.take(typed, one_line)
+                got = job.take(typed, one_line, early_s=self.settings.early_answer_ms / 1000
+                               if self.settings.early_answer_ms > 0 else None)
                 if got != "wait":
                     return got
                 progress = asyncio.ensure_future(job.progress.wait())
                 try:
-                    await asyncio.wait([job.future, superseded, progress], return_when=asyncio.FIRST_COMPLETED)
+                    # woken by progress, the end, a newer request, or the clock (for the early answer)
+                    await asyncio.wait([job.future, superseded, progress], timeout=0.05,
+                                       return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     progress.cancel()
                 # superseded: the newer request decides whether the job goes on (it may reuse it)
@@ -219,10 +222,9 @@ class CompletionService:
             gen = await asyncio.shield(job.future)
         except Exception:
             return
-        if gen is None or gen.stop_reason == "cancelled" or self.pipeline is not pipeline:
+        if gen is None or gen.stop_reason == "cancelled":
             return
-        completion = await loop.run_in_executor(self.context_pool, pipeline.finish, plan, gen)
-        self.cache.store(uri, plan.prefix, plan.suffix, completion.text)
+        # its answer reaches the cache through _store_final, like every finished generation
         self.stats.prefetches += 1
         self.stats.prefetch_tokens += len(gen.tokens)
 
@@ -252,21 +254,27 @@ class CompletionService:
         gen = fut.result()
         if gen is None:
             return
+        self.stats.generated_tokens += len(gen.tokens)
         if gen.stop_reason == "cancelled":
             self.stats.wasted_tokens += len(gen.tokens)
             return
         self.stats.add_drafters(job.plan.request.document.language, gen.drafters)
-        if job.plan.continues:
-            asyncio.ensure_future(self._store_continuation(job, gen))
+        asyncio.ensure_future(self._store_final(job, gen))
 
-    async def _store_continuation(self, job: Job, gen: Generation) -> None:
-        """A one-line job went on past its line: keep the next line for when this one is accepted or typed."""
+    async def _store_final(self, job: Job, gen: Generation) -> None:
+        """Keep what a generation wrote in the cache: its whole answer (an early answer showed only a part),
+        and for a one-line job that went on past its line, the next line, for when this one is accepted."""
         pipeline, plan, text = self.pipeline, job.plan, gen.text
-        body = len(text) - len(text.lstrip())
-        end = text.find("\n", body)
-        if pipeline is None or body >= len(text) or end < 0:
+        if pipeline is None:
             return
         loop = asyncio.get_running_loop()
+        full = replace(plan.around, truncated=gen.stop_reason in ("length", "time"))
+        whole = await loop.run_in_executor(self.context_pool, pipeline.finish_text, full, text)
+        self.cache.store(job.uri, plan.prefix, plan.suffix, whole)
+        body = len(text) - len(text.lstrip())
+        end = text.find("\n", body)
+        if not plan.continues or body >= len(text) or end < 0:
+            return
         # key it by the line as it was shown (after post-processing), which is what an accept inserts
         shown = await loop.run_in_executor(self.context_pool, pipeline.finish_text, plan.around, text[:end])
         if not shown or not text.startswith(shown):

@@ -32,6 +32,7 @@ class Settings:
     max_tokens: int = 96              # a multi-line completion
     max_tokens_single_line: int = 40
     time_budget_ms: int = 1500        # generation stops after this and keeps what is whole
+    early_answer_ms: int = 600        # after this much generation, answer with what is whole and go on
     # prompt budgets in tokens; the suffix is evaluated again on every keystroke, so it stays short
     prefix_tokens: int = 1024
     suffix_tokens: int = 16

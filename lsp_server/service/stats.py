@@ -34,6 +34,7 @@ class ServerStats:
     def __init__(self):
         self.records: deque[Record] = deque(maxlen=RECORDS)
         self.drafters: dict[str, dict[str, dict[str, int]]] = {}   # language -> drafter -> counts
+        self.generated_tokens = 0     # by every generation, to its end (answers, continuations, prefetches)
         self.wasted_tokens = 0        # generated, then thrown away (cancelled or superseded work)
         self.continued = 0            # one-line generations that went on to the next line
         self.prefetches = 0           # completions generated ahead, as if the shown one were accepted
@@ -72,8 +73,8 @@ class ServerStats:
             "prompt": {"evaluated_fraction_p50": percentile(ratios, 50),
                        "evaluated_p50": percentile([r.prompt_evaluated for r in model], 50),
                        "size_p50": percentile([r.prompt_tokens for r in model], 50)},
-            "tokens": {"generated": sum(r.tokens for r in self.records) + self.wasted_tokens + self.prefetch_tokens,
-                       "wasted": self.wasted_tokens, "prefetched": self.prefetch_tokens},
+            "tokens": {"generated": self.generated_tokens, "wasted": self.wasted_tokens,
+                       "prefetched": self.prefetch_tokens},
             "prefetches": self.prefetches,
             "continued": self.continued,
             "warmups": {"runs": self.warmups, "tokens_evaluated": self.warmup_tokens},
