@@ -151,6 +151,10 @@ async def test_a_configuration_change_takes_effect(client: LanguageClient):
     await asyncio.sleep(0.2)
     assert any("noSuchSetting" in m.message for m in client.messages)
     assert (await stats(client))["settings"]["max_tokens_single_line"] == 2   # a bad change is not applied
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {"maxTokensSingleLine": 40}}))
+    await asyncio.sleep(0.2)
+    assert (await stats(client))["settings"]["max_tokens_single_line"] == 40
 
 
 async def expect_error(coro, code: int, *words: str):

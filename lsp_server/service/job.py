@@ -25,6 +25,10 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 LAST_WORD = re.compile(r"(?<=[^A-Za-z0-9_])[A-Za-z0-9_]+$")
 
 
+# an early answer shows at least this many characters (not a lone `if`)
+EARLY_MIN_CHARS = 6
+
+
 class Job:
     """One generation on the model thread, the requests waiting for it, and what it has written so far."""
 
@@ -81,7 +85,7 @@ class Job:
             else:          # a block: its finished lines
                 end = rest.rfind("\n")
                 whole = rest[:end].rstrip() if end > 0 else ""
-            if whole.strip():
+            if len("".join(whole.split())) >= EARLY_MIN_CHARS:
                 return "text", rest, None, True
         return "wait"
 

@@ -132,10 +132,19 @@ class CompletionService:
         if superseded.done() or self.pipeline is None:
             return self._done(t0, Answer("", "superseded", why="a newer request replaced it"), lang)
         hit = self.cache.lookup(uri, plan.prefix, plan.suffix)
-        if hit:
+        if hit and not self._running_has_more(uri, plan, hit):
             return self._done(t0, Answer(hit, "cache", plan.mode.multiline), lang)
 
         return await self._answer(uri, plan, superseded, t0)
+
+    def _running_has_more(self, uri: str, plan: Plan, hit: str) -> bool:
+        """Whether a generation still running for this place has written more than the cached answer (which
+        was an early one): then it answers instead."""
+        for job in self.jobs.get(uri, ()):
+            if job.extends(plan.prefix, plan.suffix):
+                typed = plan.prefix[len(job.plan.prefix):]
+                return len(job.partial) - len(typed) > len(hit)
+        return False
 
     async def _answer(self, uri: str, plan: Plan, superseded: asyncio.Future, t0: float) -> Answer:
         lang = plan.context.language
