@@ -47,6 +47,15 @@ def label_for(text: str) -> str:
     return first + (" …" if more else "")
 
 
+def documentation(ls: TandemServer, text: str) -> types.MarkupContent | str:
+    """The whole completion for the popup's side panel, as Markdown where the client reads it."""
+    caps = ls.client_capabilities.text_document
+    item = caps.completion.completion_item if caps and caps.completion else None
+    if item is not None and types.MarkupKind.Markdown in (item.documentation_format or ()):
+        return types.MarkupContent(kind=types.MarkupKind.Markdown, value=f"```\n{text}\n```")
+    return text
+
+
 def register(server: TandemServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(ls: TandemServer, params: types.InlineCompletionParams):
@@ -74,7 +83,7 @@ def register(server: TandemServer) -> None:
         new_text = word + ans.text
         item = types.CompletionItem(
             label=label_for(ans.text), kind=types.CompletionItemKind.Text, detail="Tandem",
-            documentation=types.MarkupContent(kind=types.MarkupKind.Markdown, value=f"```\n{ans.text}\n```"),
+            documentation=documentation(ls, ans.text),
             filter_text=new_text, sort_text="0", preselect=True,
             insert_text_format=types.InsertTextFormat.PlainText,
             text_edit=types.TextEdit(range=types.Range(start=start, end=params.position), new_text=new_text),
