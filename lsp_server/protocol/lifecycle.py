@@ -13,10 +13,11 @@ from .server import TandemServer
 
 
 def _tandem_section(values):
-    """Clients send {"tandem": {...}} or the section itself."""
-    if isinstance(values, dict) and isinstance(values.get("tandem"), dict):
-        return values["tandem"]
-    return values
+    """Clients send {"tandem": {...}} or the section itself; an empty section may come as [] (Lua)."""
+    if isinstance(values, dict) and "tandem" in values:
+        section = values["tandem"]
+        return {} if section in ([], None) else section
+    return {} if values in ([], None) else values
 
 
 def register(server: TandemServer) -> None:

