@@ -1,0 +1,56 @@
+"""The VS Code extension: it builds (tsc) and packages into a .vsix (@vscode/vsce) with its runtime
+dependencies, and the protocol-level check from Node (vscode-languageserver-protocol, what VS Code's client is
+built on) completes, cancels with -32800 and completes again against the real server."""
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+
+from conftest import FIXTURES, ROOT
+
+EXT = ROOT / "editors" / "vscode"
+NPM = shutil.which("npm")
+
+
+def npm(*args, timeout=600):
+    r = subprocess.run([NPM, *args], cwd=EXT, capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, f"npm {' '.join(args)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return r
+
+
+def setup_module():
+    assert NPM, "npm is needed for the VS Code extension's tests"
+    # the lock file pins every package; npm's cache makes this quick after the first run
+    npm("ci", "--no-audit", "--no-fund")
+
+
+def test_the_extension_builds_and_packages(tmp_path):
+    npm("run", "build")
+    vsix = tmp_path / "tandem.vsix"
+    r = subprocess.run(["npx", "vsce", "package", "--allow-missing-repository", "-o", str(vsix)],
+                       cwd=EXT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    with zipfile.ZipFile(vsix) as z:
+        names = set(z.namelist())
+        manifest = json.loads(z.read("extension/package.json"))
+    assert "extension/out/extension.js" in names
+    assert "extension/node_modules/vscode-languageclient/package.json" in names
+    commands = {c["command"] for c in manifest["contributes"]["commands"]}
+    assert commands == {"tandem.toggle", "tandem.showStats", "tandem.restart"}
+    props = manifest["contributes"]["configuration"]["properties"]
+    # the settings mirror the server's
+    from lsp_server.service.settings import Settings
+    for key in ("maxTokens", "draftMax", "speculation", "languages", "target", "draft", "contextSize"):
+        assert f"tandem.{key}" in props
+        assert any(key.lower() == f.replace("_", "") for f in Settings.__dataclass_fields__)
+
+
+def test_protocol_from_node(tmp_path):
+    src = tmp_path / "store.go"
+    src.write_text((FIXTURES / "lsp" / "store.go").read_text())
+    r = subprocess.run(["node", "test/protocol.js", sys.executable, str(src)], cwd=EXT, capture_output=True,
+                       text=True, timeout=400)
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert r.returncode == 0 and out["ok"], (out, r.stderr[-3000:])
+    assert out["cancelled"] == -32800 and out["completion"].strip() and out["after_cancel"].strip()
