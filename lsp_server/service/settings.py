@@ -15,6 +15,10 @@ class SettingsError(ValueError):
     pass
 
 
+# settings of the editor clients that come along with the server's (VS Code sends its whole section)
+CLIENT_KEYS = {"server_path", "trace", "debounce_ms", "keymaps"}
+
+
 @dataclass(frozen=True)
 class Settings:
     # models (a change reloads them)
@@ -68,6 +72,8 @@ class Settings:
         changes = {}
         for key, value in values.items():
             name = _snake(key)
+            if name in CLIENT_KEYS:
+                continue
             if name not in known:
                 raise SettingsError(f"unknown setting {key!r}; known: {', '.join(sorted(known))}")
             changes[name] = _coerce(name, value, getattr(self, name))

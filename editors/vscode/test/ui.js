@@ -1,0 +1,91 @@
+// The extension in a real VS Code: code-server (VS Code in the browser) with tandem.vsix installed, driven by
+// Playwright in Debian's Chromium. Opens a Go file, types, waits for ghost text from the real models, accepts
+// it with Tab, checks the line, and keeps a screenshot. Usage:
+//   node ui.js CODE_SERVER_DIR VSIX TANDEM_BIN WORKDIR SCREENSHOT
+// CODE_SERVER_DIR holds node_modules/code-server and node_modules/playwright-core (see tests/test_vscode.py).
+const cp = require("child_process");
+const fs = require("fs");
+const path = require("path");
+const net = require("net");
+
+const [csDir, vsix, tandemBin, work, shot] = process.argv.slice(2);
+const { chromium } = require(path.join(csDir, "node_modules", "playwright-core"));
+const entry = path.join(csDir, "node_modules", "code-server", "out", "node", "entry.js");
+const node = process.execPath;
+const out = { steps: [] };
+const note = (s) => { out.steps.push(s); console.error("ui: " + s); };
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer(); s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+}
+
+async function main() {
+  const userData = path.join(work, "user-data"), exts = path.join(work, "extensions"), ws = path.join(work, "ws");
+  fs.mkdirSync(path.join(userData, "User"), { recursive: true });
+  fs.mkdirSync(ws, { recursive: true });
+  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify({
+    "tandem.serverPath": tandemBin, "tandem.timeBudgetMs": 30000,
+    "editor.inlineSuggest.enabled": true, "editor.quickSuggestions": { other: false, comments: false, strings: false },
+    "workbench.startupEditor": "none", "security.workspace.trust.enabled": false, "telemetry.telemetryLevel": "off",
+    "extensions.autoCheckUpdates": false, "update.mode": "none", "workbench.tips.enabled": false,
+    "chat.disableAIFeatures": true, "workbench.secondarySideBar.defaultVisibility": "hidden",
+  }));
+  const src = fs.readFileSync(path.join(__dirname, "..", "..", "..", "fixtures", "lsp", "store.go"), "utf8");
+  // the file ends inside the empty body, so Ctrl+End puts the cursor where the code goes
+  fs.writeFileSync(path.join(ws, "store.go"), src.slice(0, src.lastIndexOf("\t\n}")) + "\t");
+  cp.execFileSync(node, [entry, "--install-extension", vsix, "--extensions-dir", exts, "--user-data-dir", userData],
+                  { stdio: "inherit" });
+  note("extension installed");
+  const port = await freePort();
+  const server = cp.spawn(node, [entry, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--user-data-dir", userData,
+    "--extensions-dir", exts, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", ws],
+    { stdio: ["ignore", "inherit", "inherit"] });
+  const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--headless", "--no-sandbox",
+    "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync"] });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    for (let i = 0; i < 100; i++) {
+      try { await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`); break; }
+      catch { await new Promise((r) => setTimeout(r, 300)); }
+    }
+    await page.waitForSelector(".monaco-workbench", { timeout: 120000 });
+    note("workbench");
+    // open the file from the explorer; the editor is the one in the editor part (the chat input is one too)
+    await page.click(".explorer-folders-view .monaco-list-row >> text=store.go", { timeout: 60000 });
+    const editor = ".part.editor .monaco-editor .view-lines";
+    await page.waitForSelector(editor, { timeout: 60000 });
+    await page.click(editor);
+    await page.keyboard.press("Control+End");
+    note("file open");
+    // wait for the server to be ready: the status bar item says tok/s or "ready"
+    await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")]
+      .some((e) => /Tandem (ready|[0-9.]+ tok\/s)/.test(e.textContent || "")), null, { timeout: 180000 });
+    note("server ready");
+    await page.keyboard.type("value, ok := s.items[", { delay: 60 });
+    try {
+      await page.waitForSelector(".ghost-text-decoration, .ghost-text", { timeout: 60000 });
+    } catch (e) {
+      await page.screenshot({ path: shot.replace(/\.png$/, "-failed.png") });
+      throw e;
+    }
+    const ghost = await page.$$eval(".ghost-text-decoration, .ghost-text", (els) => els.map((e) => e.textContent).join(""));
+    out.ghost = ghost;
+    note("ghost text");
+    await page.screenshot({ path: shot });
+    await page.keyboard.press("Tab");
+    await new Promise((r) => setTimeout(r, 500));
+    const lines = await page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els.map((e) => e.textContent));
+    // Monaco renders spaces as non-breaking spaces
+    out.line = (lines.map((l) => l.replace(/\u00a0/g, " ")).find((l) => l.includes("value, ok := s.items[")) || "");
+    out.ok = out.line.trim().length > "value, ok := s.items[".length && out.line.includes(ghost.trim().split("\n")[0]);
+  } finally {
+    await browser.close();
+    server.kill();
+  }
+}
+
+main().then(() => { console.log(JSON.stringify(out)); process.exit(out.ok ? 0 : 1); })
+      .catch((e) => { out.ok = false; out.error = String(e && e.stack || e); console.log(JSON.stringify(out)); process.exit(1); });
