@@ -9,6 +9,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from conftest import FIXTURES, tandem_cmd
+from lsp_server.bench.replay import plain
 
 SERVER = ClientServerConfig(server_command=tandem_cmd() + ["serve"])
 LANGUAGE_IDS = {".py": "python", ".ts": "typescript", ".go": "go"}
@@ -19,17 +20,6 @@ async def start(client: LanguageClient, options: dict | None = None, spec: str =
     caps = client_capabilities(spec)
     client.init_result = await client.initialize_session(types.InitializeParams(
         capabilities=caps, root_uri=root.as_uri(), initialization_options=options or {}))
-
-
-def plain(obj):
-    """pygls hands custom results over as namedtuples; make them dicts and lists again."""
-    if hasattr(obj, "_asdict"):
-        return {k: plain(v) for k, v in obj._asdict().items()}
-    if isinstance(obj, dict):
-        return {k: plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [plain(v) for v in obj]
-    return obj
 
 
 async def stats(client: LanguageClient, records: bool = False) -> dict:

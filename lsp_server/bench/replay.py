@@ -1,6 +1,6 @@
 """`tandem replay`: typing sessions replayed against `tandem serve` over stdio, as a person types them.
 
-Each session (fixtures/replays/sessions.json) names a real file and a stretch of it; the file is opened without
+Each session (fixtures/replays/sessions.json) names a real file and a stretch of it (see `load_sessions`); the file is opened without
 that stretch, which is then typed character by character with human timing (seeded): quick keys, pauses at
 word ends and line ends, auto-indent after a newline. After every keystroke the client asks for an inline
 completion and cancels the previous request if it is still open, as VS Code does. At a pause the user looks
@@ -21,6 +21,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.client import LanguageClient
 
+from ..service.stats import percentile
+from .fixtures import MARKER
+
 TARGETS = {"p50_ms": 600, "p95_ms": 2000, "evaluated_fraction": 0.15, "rss_mb": 2560}
 
 
@@ -30,6 +33,7 @@ class Session:
     offset: int
     length: int
     seed: int
+    text: str      # the whole file, with the stretch that is typed
 
 
 @dataclass
@@ -60,9 +64,22 @@ def default_sessions() -> Path:
 
 
 def load_sessions(path: Path) -> list[Session]:
-    data = json.loads(path.read_text())
-    return [Session(path.parent / s["file"], s["offset"], s["length"], s.get("seed", i))
-            for i, s in enumerate(data)]
+    """Each session is a file with the stretch to type: either a benchmark fixture ("bench": the file with its
+    `<CURSOR>` replaced by its `.expected` text, which is what gets typed) or any file ("file", "offset",
+    "length")."""
+    out = []
+    for i, s in enumerate(json.loads(path.read_text())):
+        if "bench" in s:
+            file = path.parent / s["bench"]
+            raw = file.read_text(encoding="utf-8")
+            expected = Path(f"{file}.expected").read_text(encoding="utf-8")
+            offset = raw.index(MARKER)
+            text = raw[:offset] + expected + raw[offset + len(MARKER):]
+            out.append(Session(file, offset, len(expected), s.get("seed", i), text))
+        else:
+            file = path.parent / s["file"]
+            out.append(Session(file, s["offset"], s["length"], s.get("seed", i), file.read_text(encoding="utf-8")))
+    return out
 
 
 def position(text: str, offset: int) -> types.Position:
@@ -71,22 +88,16 @@ def position(text: str, offset: int) -> types.Position:
     return types.Position(line=line, character=len(text[start:offset].encode("utf-16-le")) // 2)
 
 
-def keystrokes(typed: str) -> list[str]:
-    """What the user presses: one character at a time, but a newline brings the next line's indentation
-    with it (the editor's auto-indent), and leading indentation is one key (Tab)."""
-    keys, i = [], 0
-    while i < len(typed):
-        c = typed[i]
-        if c == "\n" or (i == 0 and c in " \t"):
-            j = i + 1 if c == "\n" else i
-            while j < len(typed) and typed[j] in " \t":
-                j += 1
-            keys.append(typed[i:j])
-            i = j
-        else:
-            keys.append(c)
-            i += 1
-    return keys
+def next_key(rest: str) -> str:
+    """What the user presses next to type `rest`: one character, but a newline brings the next line's
+    indentation with it (the editor's auto-indent), and leading indentation is one key (Tab)."""
+    c = rest[0]
+    if c != "\n" and c not in " \t":
+        return c
+    j = 1 if c == "\n" else 0
+    while j < len(rest) and rest[j] in " \t":
+        j += 1
+    return rest[:j]
 
 
 class Typist:
@@ -136,8 +147,31 @@ class Replayer:
             context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic))
         fut = asyncio.ensure_future(self.client.protocol.send_request_async(
             types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id))
+        _mark_done_time(fut)
         self.c.requests += 1
         return fut, msg_id, time.perf_counter()
+
+    async def answer(self, pending: tuple[asyncio.Future, str, float]) -> tuple[str, str] | None:
+        """Wait for a request as a user waits for ghost text at a pause; (text, source) or None."""
+        fut, _, sent = pending
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), 15)
+        except (asyncio.TimeoutError, JsonRpcException):
+            pass
+        return self.result(fut, sent, at_pause=True) if fut.done() else None
+
+    def insert(self, uri: str, version: int, text: str, cursor: int, new: str) -> str:
+        """Send the edit that inserts `new` at the cursor; the document's text after it."""
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(start=position(text, cursor), end=position(text, cursor)), text=new)]))
+        return text[:cursor] + new + text[cursor:]
+
+    def count_through(self, through: bool, source: str) -> None:
+        if through:
+            self.c.typing_through_cache += source == "cache"
+            self.c.typing_through_reuse += source == "reuse"
 
     def cancel(self, fut: asyncio.Future, msg_id: str) -> None:
         if not fut.done():
@@ -170,7 +204,7 @@ class Replayer:
         return text, source
 
     async def session(self, s: Session, limit_chars: int | None) -> None:
-        full = s.file.read_text(encoding="utf-8")
+        full = s.text
         typed = full[s.offset:s.offset + s.length]
         if limit_chars:
             typed = typed[:limit_chars]
@@ -186,52 +220,35 @@ class Replayer:
         self.log(f"  {s.file.name}: typing {len(typed)} characters")
         await asyncio.sleep(3.0 / self.speed)   # the user reads the file and finds the place before typing
         while done < len(typed):
-            keys = keystrokes(typed[done:])
-            key = keys[0]
+            key = next_key(typed[done:])
             if pending is not None:
                 self.cancel(pending[0], pending[1])
                 pending = None
             through = bool(shown) and shown.startswith(key) and len(shown) > len(key)
             version += 1
-            self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                content_changes=[types.TextDocumentContentChangePartial(
-                    range=types.Range(start=position(text, cursor), end=position(text, cursor)), text=key)]))
-            text = text[:cursor] + key + text[cursor:]
+            text = self.insert(uri, version, text, cursor, key)
             cursor += len(key)
             done += len(key)
             self.c.keystrokes += 1
             shown = shown[len(key):] if through else ""
             pending = await self.request(uri, text, cursor)
-            _mark_done_time(pending[0])
             if through:
                 self.c.typing_through += 1
             pause = typist.pause_after(key) if done < len(typed) else 1.0 / self.speed
             if pause:
                 t0 = time.perf_counter()
-                try:
-                    await asyncio.wait_for(asyncio.shield(pending[0]), 15)
-                except (asyncio.TimeoutError, JsonRpcException):
-                    pass
-                got = self.result(pending[0], pending[2], at_pause=True) if pending[0].done() else None
+                got = await self.answer(pending)
                 pending = None
                 if got is not None:
                     shown, source = got
-                    if through:
-                        self.c.typing_through_cache += source == "cache"
-                        self.c.typing_through_reuse += source == "reuse"
+                    self.count_through(through, source)
                     # a suggestion that is what the user meant: half the time they read it and press Tab,
                     # and the editor asks for the next one at once (as VS Code does after an accept)
                     while shown and len(shown) >= 3 and typed[done:].startswith(shown) and typist.accepts():
                         await asyncio.sleep(typist.reaction())
                         version += 1
-                        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-                            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                            content_changes=[types.TextDocumentContentChangePartial(
-                                range=types.Range(start=position(text, cursor), end=position(text, cursor)),
-                                text=shown)]))
+                        text = self.insert(uri, version, text, cursor, shown)
                         self.client.protocol.notify("tandem/didAccept", {"uri": uri, "chars": len(shown)})
-                        text = text[:cursor] + shown + text[cursor:]
                         cursor += len(shown)
                         done += len(shown)
                         self.c.accepted += 1
@@ -239,13 +256,7 @@ class Replayer:
                         shown = ""
                         if done >= len(typed):
                             break
-                        fut, _, sent = await self.request(uri, text, cursor)
-                        _mark_done_time(fut)
-                        try:
-                            await asyncio.wait_for(asyncio.shield(fut), 15)
-                        except (asyncio.TimeoutError, JsonRpcException):
-                            pass
-                        got = self.result(fut, sent, at_pause=True) if fut.done() else None
+                        got = await self.answer(await self.request(uri, text, cursor))
                         shown = got[0] if got else ""
                 await asyncio.sleep(max(0.0, pause - (time.perf_counter() - t0)))
             else:
@@ -255,9 +266,7 @@ class Replayer:
                     pending = None
                     if got is not None:
                         shown, source = got
-                        if through:
-                            self.c.typing_through_cache += source == "cache"
-                            self.c.typing_through_reuse += source == "reuse"
+                        self.count_through(through, source)
         if pending is not None:
             self.cancel(pending[0], pending[1])
         self.client.text_document_did_close(types.DidCloseTextDocumentParams(
@@ -281,13 +290,6 @@ def _mark_done_time(fut: asyncio.Future) -> None:
         if not f.cancelled():
             f.exception()   # a request the client cancelled ends in an error nobody else reads
     fut.add_done_callback(done)
-
-
-def _pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    v = sorted(values)
-    return v[min(len(v) - 1, max(0, round(q / 100 * (len(v) - 1))))]
 
 
 async def replay(sessions: list[Session], server_cmd: list[str], speed: float = 1.0,
@@ -347,12 +349,12 @@ def report(c: Counts, st: dict, peak_mb: float | None, seconds: float, speed: fl
         "keystrokes": c.keystrokes, "requests": c.requests, "answered": c.answered,
         "cancelled_by_client": c.cancelled_by_client, "errors": c.errors, "empty_answers": c.empty,
         "sources": c.sources,
-        "latency_ms": {"at_pause_p50": _pct(c.pause_latency_ms, 50), "at_pause_p95": _pct(c.pause_latency_ms, 95),
+        "latency_ms": {"at_pause_p50": percentile(c.pause_latency_ms, 50), "at_pause_p95": percentile(c.pause_latency_ms, 95),
                        "at_pause_n": len(c.pause_latency_ms),
                        "at_pause": [{"ms": round(ms, 1), "source": src}
                                     for ms, src in zip(c.pause_latency_ms, c.pause_sources)],
-                       "answered_p50": _pct(c.answered_latency_ms, 50),
-                       "answered_p95": _pct(c.answered_latency_ms, 95)},
+                       "answered_p50": percentile(c.answered_latency_ms, 50),
+                       "answered_p95": percentile(c.answered_latency_ms, 95)},
         "typing_through": {"requests": c.typing_through, "cache_hits": c.typing_through_cache,
                            "reuse": c.typing_through_reuse,
                            "hit_rate": (c.typing_through_cache / c.typing_through) if c.typing_through else None},
