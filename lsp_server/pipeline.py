@@ -118,7 +118,7 @@ class Pipeline:
 
     def finish(self, plan: Plan, gen: Generation) -> Completion:
         around = replace(plan.around, truncated=gen.stop_reason in ("length", "time"))
-        return Completion(postprocess.run(gen.text, around), gen.text, gen, plan.prompt, plan.mode)
+        return Completion(self.finish_text(around, gen.text), gen.text, gen, plan.prompt, plan.mode)
 
     @staticmethod
     def finish_text(around: postprocess.Around, raw: str) -> str:

@@ -52,10 +52,10 @@ class DefinitionIndex:
 def gather(doc: Document, line: int, col: int, others: list[Document], index: DefinitionIndex,
            context_tokens: int) -> CursorContext:
     prefix, suffix = doc.split(line, col)
-    mode = decide(prefix, suffix, doc.language)
+    tree = parse(doc.text, doc.language)   # once, for the mode and the outline
+    mode = decide(prefix, suffix, doc.language, tree)
 
     def outline(cut_line: int) -> str:
-        tree = parse(doc.text, doc.language)
         if tree is None:
             return ""
         point = (line, len(prefix.rsplit("\n", 1)[-1].encode("utf-8")))

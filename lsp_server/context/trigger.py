@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tree_sitter import Tree
+
 from .syntax import parse
 
 # what may stand right of the cursor when ghost text is still right: closers and terminators
@@ -19,7 +21,8 @@ class Mode:
     why: str
 
 
-def decide(prefix: str, suffix: str, language: str) -> Mode:
+def decide(prefix: str, suffix: str, language: str, tree: Tree | None | bool = False) -> Mode:
+    """`tree`: the parse of prefix + suffix if the caller has one (None: no grammar); parsed here if not."""
     line_before = prefix.rsplit("\n", 1)[-1]
     line_after = suffix.split("\n", 1)[0]
     if not set(line_after) <= CLOSERS:
@@ -29,7 +32,8 @@ def decide(prefix: str, suffix: str, language: str) -> Mode:
     above = next((l for l in reversed(prefix.split("\n")[:-1]) if l.strip()), "")
     if above.rstrip().endswith(OPENERS):
         return Mode(True, True, "after a block opener")
-    tree = parse(prefix + suffix, language)
+    if tree is False:
+        tree = parse(prefix + suffix, language)
     if tree is None:
         return Mode(True, False, "no grammar")
     row = prefix.count("\n")

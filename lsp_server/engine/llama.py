@@ -213,12 +213,7 @@ class LlamaModel:
 
     def common_prefix(self, tokens: list[int]) -> int:
         """How many of these tokens the cache already holds, from the start."""
-        n = min(len(self.tokens), len(tokens))
-        if not n:
-            return 0
-        # compare in numpy: prompts are thousands of tokens long and this runs on every request
-        diff = np.flatnonzero(np.asarray(self.tokens[:n], dtype=np.int64) != np.asarray(tokens[:n], dtype=np.int64))
-        return int(diff[0]) if diff.size else n
+        return shared_prefix(self.tokens, tokens)
 
     def prefill(self, tokens: list[int], cancel=None) -> int:
         """Make the cache hold exactly `tokens` with logits for the last one; returns tokens reused."""
@@ -242,6 +237,16 @@ class LlamaModel:
             self.close()
         except Exception:
             pass
+
+
+def shared_prefix(a: list[int], b: list[int]) -> int:
+    """The length of the common start of two token lists."""
+    n = min(len(a), len(b))
+    if not n:
+        return 0
+    # compare in numpy: prompts are thousands of tokens long and this runs on every request
+    diff = np.flatnonzero(np.asarray(a[:n], dtype=np.int64) != np.asarray(b[:n], dtype=np.int64))
+    return int(diff[0]) if diff.size else n
 
 
 def top2(logits: np.ndarray) -> tuple[int, float]:

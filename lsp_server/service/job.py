@@ -2,27 +2,15 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 
 from ..engine import Cancel
 from ..pipeline import Plan
+from ..postprocess.drop_unfinished_line import LAST_WORD
 
 
 # tokens at the end of a prompt's stable part that a keystroke near the cursor may change (the cursor's line)
 CURSOR_LINE_TOKENS = 32
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
-
-
-# the last word of a text cut mid-way, which may itself be cut in two
-LAST_WORD = re.compile(r"(?<=[^A-Za-z0-9_])[A-Za-z0-9_]+$")
 
 
 # an early answer shows at least this many characters (not a lone `if`)

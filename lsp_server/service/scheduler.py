@@ -11,11 +11,11 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..context import Document
-from ..engine import Cancel, Engine, Generation
+from ..engine import Cancel, Engine, Generation, shared_prefix
 from ..pipeline import CompletionRequest, Pipeline, Plan
 from ..prompt import PromptBudget
 from .cache import TypingCache
-from .job import CURSOR_LINE_TOKENS, Job, common_prefix
+from .job import CURSOR_LINE_TOKENS, Job
 from .settings import Settings
 from .stats import Record, ServerStats
 
@@ -128,7 +128,7 @@ class CompletionService:
             return self._done(t0, Answer("", "skipped", why=plan.mode.why), lang)
         if self._warm_tokens:
             # the warm-up that this request pre-empted goes on only as far as this prompt agrees with it
-            self._warm_cancel.set_keeping(common_prefix(self._warm_tokens, plan.prompt.tokens))
+            self._warm_cancel.set_keeping(shared_prefix(self._warm_tokens, plan.prompt.tokens))
         if superseded.done() or self.pipeline is None:
             return self._done(t0, Answer("", "superseded", why="a newer request replaced it"), lang)
         hit = self.cache.lookup(uri, plan.prefix, plan.suffix)
@@ -155,7 +155,7 @@ class CompletionService:
                 reuse = job
             else:
                 # superseded by this newer request; its prompt evaluation goes on where the two prompts agree
-                job.cancel.set_keeping(common_prefix(job.plan.prompt.tokens, plan.prompt.tokens))
+                job.cancel.set_keeping(shared_prefix(job.plan.prompt.tokens, plan.prompt.tokens))
         for attempt in (1, 2):
             job = reuse or self._start(uri, plan)
             typed = plan.prefix[len(job.plan.prefix):]
