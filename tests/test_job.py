@@ -1,0 +1,44 @@
+"""What a running generation has for a request (Job.take), with a stand-in plan and no model: a finished
+line is answered at once, a long line or block early with its whole words or lines, and a request that
+typed something else is told the job went another way."""
+import asyncio
+import time
+from types import SimpleNamespace
+
+from lsp_server.service.job import EARLY_MIN_CHARS, Job
+
+
+def job_with(partial: str, started_s_ago: float | None = None) -> Job:
+    async def make():
+        j = Job("file:///x.py", SimpleNamespace(prefix="x = ", suffix="\n"))
+        j.future = asyncio.get_running_loop().create_future()
+        j.set_partial(partial, 3)
+        if started_s_ago is not None:
+            j.gen_started_at = time.perf_counter() - started_s_ago
+        return j
+    return asyncio.run(make())
+
+
+def test_a_finished_line_is_answered_at_once():
+    assert job_with("compute(a, b)\nnext").take("", one_line=True) == ("text", "compute(a, b)", None, False)
+    # typed through part of it: the rest
+    assert job_with("compute(a, b)\n").take("comp", one_line=True) == ("text", "ute(a, b)", None, False)
+
+
+def test_a_line_still_being_written_waits_then_answers_early():
+    assert job_with("compute(alpha, be").take("", one_line=True, early_s=0.6) == "wait"
+    got = job_with("compute(alpha, be", started_s_ago=1.0).take("", one_line=True, early_s=0.6)
+    assert got == ("text", "compute(alpha, be", None, True)   # post-processing then drops the cut word
+    # too little to show yet
+    assert len("".join("if".split())) < EARLY_MIN_CHARS
+    assert job_with("if x", started_s_ago=1.0).take("", one_line=True, early_s=0.6) == "wait"
+
+
+def test_a_block_is_answered_early_only_with_a_finished_line():
+    assert job_with("total = 0\n    for it", started_s_ago=1.0).take("", one_line=False, early_s=0.6) == \
+        ("text", "total = 0\n    for it", None, True)
+    assert job_with("total = 0", started_s_ago=1.0).take("", one_line=False, early_s=0.6) == "wait"
+
+
+def test_typing_something_else_is_a_divergence():
+    assert job_with("compute(a, b)").take("comb", one_line=True) == "diverged"
