@@ -82,6 +82,10 @@ async def test_popup_completion_item(client: LanguageClient):
 
 
 async def test_typing_through_a_suggestion_is_served_from_the_cache(client: LanguageClient):
+    # no early answers here: the suggestion shown is then the whole line, and typing through it must give
+    # exactly its rest (an early answer's rest may have grown by the time the user types)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {"earlyAnswerMs": 0}}))
     uri, text = open_doc(client, LSP / "cart.ts", uri=(LSP / "cart-copy.ts").as_uri())
     pos = type_text(client, uri, 2, blank_cursor(text), "const index = this.lines.findIndex(")
     first = await inline(client, uri, pos)
@@ -94,6 +98,8 @@ async def test_typing_through_a_suggestion_is_served_from_the_cache(client: Lang
     assert rest == first[2:]
     assert (await stats(client))["cache"]["hits"] == before + 1
     assert took < 0.5, f"a cache hit took {took:.2f}s"
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {"earlyAnswerMs": 600}}))
 
 
 async def test_cancel_answers_32800_and_the_next_request_works(client: LanguageClient):
