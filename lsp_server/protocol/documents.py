@@ -24,13 +24,20 @@ def language_of(doc: TextDocument) -> str:
 
 
 def _check(ls: TandemServer, doc: TextDocument, announce: bool) -> None:
-    size = len(doc.source.encode("utf-8", errors="surrogatepass"))
+    bad_at = None
+    try:
+        size = len(doc.source.encode("utf-8"))
+    except UnicodeEncodeError as e:   # JSON can carry lone UTF-16 surrogates; no tokenizer or parser takes them
+        size, bad_at = len(doc.source.encode("utf-8", errors="surrogatepass")), e.start
     why = None
     if size > ls.settings.max_file_bytes:
         why = (f"{doc.filename or doc.uri} is {size:,} bytes, over the {ls.settings.max_file_bytes:,}-byte limit; "
                f"no completions in it")
     elif "\0" in doc.source:
         why = f"{doc.filename or doc.uri} looks binary (NUL characters); no completions in it"
+    elif bad_at is not None:
+        why = (f"{doc.filename or doc.uri} holds text that is not valid Unicode (a lone UTF-16 surrogate at "
+               f"character {bad_at:,}); no completions in it")
     before = ls.refused.get(doc.uri)
     if why:
         ls.refused[doc.uri] = why
@@ -54,20 +61,24 @@ def snapshot(doc: TextDocument) -> Document:
 
 
 def server_position(doc: TextDocument, pos: types.Position) -> tuple[int, int]:
-    """The position in code points, or an InvalidParams error that says what is wrong with it."""
+    """The position as the pipeline's Document counts (lines end at "\n", columns in code points), or an
+    InvalidParams error that says what is wrong with it. LSP lines also end at a lone "\r"."""
     lines = doc.lines
     n = len(lines)
     if pos.line > n or (pos.line == n and pos.character > 0):
         raise JsonRpcInvalidParams(f"line {pos.line} is outside the document ({n} lines)")
-    if pos.line == n:
-        return pos.line, 0
-    text = lines[pos.line].rstrip("\r\n")
-    width = doc.position_codec.client_num_units(text)
-    if pos.character > width:
-        raise JsonRpcInvalidParams(f"character {pos.character} is past the end of line {pos.line} "
-                                   f"({width} units)")
-    p = doc.position_from_client_units(pos)
-    return p.line, p.character
+    if pos.line < n:
+        text = lines[pos.line].rstrip("\r\n")
+        width = doc.position_codec.client_num_units(text)
+        if pos.character > width:
+            raise JsonRpcInvalidParams(f"character {pos.character} is past the end of line {pos.line} "
+                                       f"({width} units)")
+        p = doc.position_from_client_units(pos)
+        offset = sum(len(line) for line in lines[:p.line]) + p.character
+    else:
+        offset = len(doc.source)
+    source = doc.source
+    return source.count("\n", 0, offset), offset - (source.rfind("\n", 0, offset) + 1)
 
 
 def request_for(ls: TandemServer, doc: TextDocument, line: int, col: int) -> CompletionRequest:

@@ -9,6 +9,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ..service.settings import Settings, SettingsError, load_files
+from .lines import use_lsp_lines
 from .server import TandemServer
 
 
@@ -23,6 +24,7 @@ def _tandem_section(values):
 def register(server: TandemServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: TandemServer, params: types.InitializeParams):
+        use_lsp_lines(ls.workspace)
         root = params.root_uri or (params.workspace_folders[0].uri if params.workspace_folders else None)
         ls.workspace_root = to_fs_path(root) if root else params.root_path
         settings = Settings()
@@ -85,6 +87,6 @@ async def load_models(ls: TandemServer, settings: Settings) -> None:
     if error is not None:
         ls.message(types.MessageType.Error, f"models could not be loaded, completions are off: {error}")
     else:
-        for w in ls.service.pipeline.engine.warnings:
+        for w in ls.service.pipeline.engine.warnings + ls.service.pipeline.warnings:
             ls.message(types.MessageType.Warning, w)
         ls.log_message("models ready")

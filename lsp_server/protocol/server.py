@@ -3,11 +3,12 @@ Handlers live in the modules named after what they handle; each registers itself
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification
@@ -18,11 +19,28 @@ from ..service import CompletionService, Settings
 log = logging.getLogger("tandem.server")
 
 
+INVALID = JsonRPCNotification(method="$/tandem/invalid", jsonrpc="2.0", params=None)
+
+
+def _valid_id(msg_id) -> bool:
+    return isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool)
+
+
 class TandemProtocol(LanguageServerProtocol):
-    """pygls drops a request whose params do not fit the method's types without answering it, and the client
-    waits forever; answer it with the error instead."""
+    """pygls leaves some bad messages unanswered (params that do not fit the method's types, JSON that is not
+    JSON-RPC) and the client waits forever; answer each with the JSON-RPC error instead."""
 
     def structure_message(self, data):
+        # called for every JSON object, innermost first; only a message has "jsonrpc" and "method"
+        if isinstance(data, dict) and "jsonrpc" in data and "method" in data:
+            why = ("jsonrpc must be \"2.0\"" if data["jsonrpc"] != "2.0" else
+                   "method must be a string" if not isinstance(data["method"], str) else
+                   "id must be a number or a string" if "id" in data and not _valid_id(data["id"]) else "")
+            if why:
+                self.invalid_request(data, why)
+                return INVALID   # a "$/" notification nobody handles: pygls ignores it quietly
+            if "params" not in data:   # params may be left out; pygls's types want the field
+                data = {**data, "params": None}
         try:
             return super().structure_message(data)
         except JsonRpcException as e:
@@ -30,8 +48,33 @@ class TandemProtocol(LanguageServerProtocol):
                 detail = e.__cause__ or e
                 self._send_response(data["id"], error=types.ResponseError(
                     code=e.code, message=f"{e.message}: {str(detail).splitlines()[0]} in {data['method']}"))
-            # a "$/" notification nobody handles: pygls ignores it quietly
-            return JsonRPCNotification(method="$/tandem/invalid", jsonrpc="2.0", params=None)
+            return INVALID
+
+    def handle_message(self, message):
+        # JSON that is not a JSON-RPC 2.0 message (an array, a number, an object without "jsonrpc": "2.0"):
+        # pygls logs it and answers nothing, so a client waiting on its id would hang
+        if getattr(message, "jsonrpc", None) != "2.0":
+            self.invalid_request(message, "not a JSON-RPC 2.0 message")
+            return
+        if self._shutdown and getattr(message, "method", "exit") != "exit" and hasattr(message, "id"):
+            # the LSP answers requests after shutdown with an error; pygls drops them
+            self.invalid_request(message, "the server is shutting down")
+            return
+        super().handle_message(message)
+
+    def invalid_request(self, message, why: str) -> None:
+        fields = message if isinstance(message, dict) else getattr(message, "__dict__", {})
+        if "id" not in fields and "method" in fields:
+            return   # a notification: nobody waits for an answer
+        msg_id = fields.get("id") if _valid_id(fields.get("id")) else None
+        log.warning("invalid message: %s", why)
+        self._send_data({"jsonrpc": "2.0", "id": msg_id,
+                         "error": {"code": JsonRpcInvalidRequest.CODE, "message": f"Invalid request: {why}"}})
+
+    def parse_error(self, error: Exception) -> None:
+        log.warning("a message that is not JSON: %s", error)
+        self._send_data({"jsonrpc": "2.0", "id": None,
+                         "error": {"code": JsonRpcParseError.CODE, "message": f"Parse error: {error}"}})
 
 
 class TandemServer(LanguageServer):
@@ -41,8 +84,17 @@ class TandemServer(LanguageServer):
         self.service = CompletionService(log=log.info)
         self.settings = Settings()
         self.refused: dict[str, str] = {}      # uri -> why this document is not completed (too large, binary)
+        self.reported: set[str] = set()        # warnings already shown that would otherwise repeat
         self.workspace_root: str | None = None
         self.load_task: asyncio.Task | None = None
+
+    def report_server_error(self, error: Exception, source) -> None:
+        # a body that is not JSON (or not UTF-8) is the client's fault: JSON-RPC answers it with -32700 and id
+        # null; pygls would pop up a message in the editor instead
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+            self.protocol.parse_error(error)
+            return
+        super().report_server_error(error, source)
 
     def message(self, kind: types.MessageType, text: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=kind, message=f"Tandem: {text}"))

@@ -1,7 +1,9 @@
-"""tandem/stats (a request), tandem/didShow and tandem/didAccept (notifications), and the tandem.accepted
+"""tandem/stats and tandem/document (requests: what the server holds), tandem/didShow and tandem/didAccept (notifications), and the tandem.accepted
 command that inline items carry, so an editor can report what the user took."""
 from __future__ import annotations
+import hashlib
 
+from pygls.exceptions import JsonRpcInvalidParams
 
 from .completion import ACCEPT_COMMAND
 from .server import TandemServer
@@ -13,6 +15,19 @@ def _get(params, key, default=None):
     if isinstance(params, dict):
         return params.get(key, default)
     return getattr(params, key, default)
+
+
+def _rss_mib() -> tuple[float | None, float | None]:
+    """Resident memory now and at its peak (VmRSS, VmHWM), where /proc has them."""
+    got = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    got[line[:5]] = round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return got.get("VmRSS"), got.get("VmHWM")
 
 
 def _accepted(ls: TandemServer, params) -> None:
@@ -28,11 +43,30 @@ def register(server: TandemServer) -> None:
         out["ready"] = ls.service.ready
         out["load_error"] = ls.service.load_error
         out["settings"] = ls.settings.as_dict()
+        try:
+            out["memory"]["documents"] = len(ls.workspace.text_documents)
+        except RuntimeError:   # asked before initialize: no workspace yet
+            out["memory"]["documents"] = 0
+        out["memory"]["rss_mib"], out["memory"]["peak_rss_mib"] = _rss_mib()
         if ls.service.pipeline is not None:
             eng = ls.service.pipeline.engine
             out["engine"] = {"target_evaluated": eng.target.counters.evaluated,
                              "target_reused": eng.target.counters.reused,
                              "warnings": list(eng.warnings)}
+        return out
+
+    @server.feature("tandem/document")
+    def document(ls: TandemServer, params=None):
+        """The server's copy of a document, to check that it is in step with the editor's."""
+        uri = _get(params, "uri")
+        if not isinstance(uri, str) or uri not in ls.workspace.text_documents:
+            raise JsonRpcInvalidParams(f"unknown document {uri!r}: it was not opened with textDocument/didOpen")
+        doc = ls.workspace.get_text_document(uri)
+        data = doc.source.encode("utf-8", errors="surrogatepass")
+        out = {"uri": uri, "version": doc.version, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+               "refused": ls.refused.get(uri)}
+        if _get(params, "text", False) is True:
+            out["text"] = doc.source
         return out
 
     @server.feature("tandem/didShow")
