@@ -5,12 +5,14 @@ import asyncio
 import time
 from types import SimpleNamespace
 
+from lsp_server.postprocess import Around
 from lsp_server.service.job import EARLY_MIN_CHARS, Job
 
 
 def job_with(partial: str, started_s_ago: float | None = None) -> Job:
     async def make():
-        j = Job("file:///x.py", SimpleNamespace(prefix="x = ", suffix="\n"))
+        j = Job("file:///x.py", SimpleNamespace(prefix="x = ", suffix="\n",
+                                                around=Around("x = ", "\n", "python", multiline=False)))
         j.future = asyncio.get_running_loop().create_future()
         j.set_partial(partial, 3)
         if started_s_ago is not None:
@@ -23,6 +25,22 @@ def test_a_finished_line_is_answered_at_once():
     assert job_with("compute(a, b)\nnext").take("", one_line=True) == ("text", "compute(a, b)", None, False)
     # typed through part of it: the rest
     assert job_with("compute(a, b)\n").take("comp", one_line=True) == ("text", "ute(a, b)", None, False)
+
+
+def test_a_finished_line_that_opens_a_block_waits_for_its_body():
+    def job(prefix, suffix, partial):
+        async def make():
+            j = Job("file:///x.py", SimpleNamespace(prefix=prefix, suffix=suffix,
+                                                    around=Around(prefix, suffix, "python", multiline=False)))
+            j.future = asyncio.get_running_loop().create_future()
+            j.set_partial(partial, 3)
+            return j
+        return asyncio.run(make())
+    # `if n == 1:` with `return 18` below at the same level: the body must come with it
+    assert job("def f(n):\n", "\n    return 18\n", "    if n == 1:\n        ret").take("", one_line=True) == "wait"
+    # the body is already below it: the line alone is the answer
+    assert job("def f(n):\n", "\n        return 1\n", "    if n == 1:\n").take("", one_line=True) == \
+        ("text", "    if n == 1:", None, False)
 
 
 def test_a_line_still_being_written_waits_then_answers_early():

@@ -37,3 +37,19 @@ def test_the_chain_applies_the_filters_in_order():
     assert postprocess.run("a, 1)\n\n", a) == "a, 1"
     b = Around("def f(a):\n    ", "\n    return b\n", "python", True)
     assert postprocess.run("b = a * 2\n    return b\n\n\ndef g():\n    pass", b) == "b = a * 2"
+
+
+def test_a_single_line_that_opens_a_block_keeps_its_body():
+    # HumanEval/83: `if n == 1:` alone above `return 18 * ...` is an IndentationError; its body comes with it
+    a = Around("def f(n):\n", "\n    return 18 * n\n", "python", multiline=False)
+    assert a.opens_block("    if n == 1:\n        return 1")
+    assert postprocess.run("    if n == 1:\n        return 1\n    return 18 * n", a) == "    if n == 1:\n        return 1"
+    # the body is already there, or the line opens nothing: one line
+    b = Around("def f(n):\n", "\n        return 1\n", "python", multiline=False)
+    assert not b.opens_block("    if n == 1:")
+    assert postprocess.run("    if n == 1:\n        return 2", b) == "    if n == 1:"
+    c = Around("def f(n):\n    x = ", "\n    return x\n", "python", multiline=False)
+    assert not c.opens_block("n + 1\n    y = 2")
+    # a comment after the colon, and a brace language
+    assert Around("", "\nreturn 1\n", "python", multiline=False).opens_block("if x:  # only once")
+    assert Around("func f() {\n\t", "\n}\n", "go", multiline=False).opens_block("if x > 0 {")

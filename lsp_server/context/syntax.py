@@ -40,6 +40,28 @@ def error_count(node: Node) -> int:
     return n + sum(error_count(c) for c in node.children)
 
 
+# grammars that accept a suite with no statement in it (`if x:` followed by a dedent) as an empty node, where
+# the language itself rejects it
+EMPTY_SUITES = {"python": "block"}
+
+
+@lru_cache(maxsize=None)
+def _suite_query(language: str):
+    from tree_sitter import Query
+    from tree_sitter_language_pack import get_language
+    return Query(get_language(PACK_NAMES.get(language, language)), f"({EMPTY_SUITES[language]}) @suite")
+
+
+def broken_count(tree: Tree, language: str) -> int:
+    """error_count, plus the empty suites a grammar lets pass and the language does not."""
+    n = error_count(tree.root_node)
+    if language in EMPTY_SUITES:
+        from tree_sitter import QueryCursor
+        found = QueryCursor(_suite_query(language)).captures(tree.root_node).get("suite", [])
+        n += sum(1 for node in found if node.named_child_count == 0)
+    return n
+
+
 def byte_col(line_text: str, col: int) -> int:
     return len(line_text[:col].encode("utf-8"))
 

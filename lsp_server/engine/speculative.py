@@ -27,6 +27,9 @@ class GenerationRequest:
     on_text: Callable[[str, int], None] | None = None   # (text so far, tokens so far) after each verify step
     on_prompt: Callable[[int, int, float], None] | None = None   # (prompt tokens, reused, seconds) after prefill
     single_line: bool = False      # stop at the end of the first line that has text (leading newlines pass)
+    # with single_line: given the text up to that first line's end, True lets the generation go on (the line
+    # opens a block whose body must follow)
+    goes_on: Callable[[str], bool] | None = None
 
 
 @dataclass
@@ -92,7 +95,7 @@ class _Output:
         if self.req.single_line:
             body = len(self.text) - len(self.text.lstrip())
             cut = self.text.find("\n", body)
-            if body < len(self.text) and cut >= 0:
+            if body < len(self.text) and cut >= 0 and not (self.req.goes_on and self.req.goes_on(self.text[:cut])):
                 self.text = self.text[:cut]
                 return "stop"
         if len(self.tokens) >= self.req.max_tokens:

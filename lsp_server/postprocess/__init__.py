@@ -3,6 +3,8 @@
 tests/golden/postprocess/<filter>.toml."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .around import Around
 from . import (drop_closer_overlap, drop_repetition, drop_suffix_repeat, drop_unfinished_line, single_line,
                stay_in_block, syntax_cut, trim_trailing_blank)
@@ -23,6 +25,8 @@ ORDER = ("single_line", "drop_unfinished_line", "trim_trailing_blank", "drop_rep
 
 
 def run(completion: str, around: Around) -> str:
+    if not around.multiline and around.opens_block(completion):
+        around = replace(around, multiline=True)   # the line opens a block: its body comes with it
     for name in ORDER:
         if not completion:
             break

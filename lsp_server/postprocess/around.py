@@ -3,6 +3,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# how a line that opens a block ends, per language (a Python line may end in a comment after the colon)
+BRACE_LANGUAGES = {"typescript", "tsx", "javascript", "go", "rust", "java", "c", "cpp", "c_sharp", "kotlin",
+                   "swift", "php", "scala", "dart"}
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
+
 
 @dataclass(frozen=True)
 class Around:
@@ -19,3 +27,22 @@ class Around:
     @property
     def line_after(self) -> str:
         return self.suffix.split("\n", 1)[0]
+
+    def opens_block(self, middle: str) -> bool:
+        """Whether the cursor's line, finished by the first line of `middle`, opens a block whose body the
+        suffix does not hold: a one-line completion then goes on into the body (`if n == 1:` alone is broken
+        code)."""
+        body = len(middle) - len(middle.lstrip("\n"))
+        first = middle[body:].split("\n", 1)[0]
+        line = first if body else self.line_before + first
+        code = line.split("#", 1)[0].rstrip() if self.language == "python" else line.rstrip()
+        if not (code.endswith(":") if self.language == "python" else
+                self.language in BRACE_LANGUAGES and code.endswith("{")):
+            return False
+        after = self.line_after if body == 0 else ""
+        if after.strip():
+            return False   # the rest of the line stands right of the cursor: nothing follows it
+        for nxt in self.suffix.split("\n")[1:]:
+            if nxt.strip():
+                return _indent(nxt) <= _indent(line)
+        return True

@@ -14,9 +14,10 @@ def _indent(line: str) -> int:
 def apply(completion: str, around: Around) -> str:
     if not around.multiline or "\n" not in completion:
         return completion
-    before = around.line_before
-    base = _indent(before + "x") if not before.strip() else _indent(before)
     lines = completion.split("\n")
+    # the cursor's line as completed: at column 0 of an empty line the completion brings its own indentation
+    line = around.line_before + lines[0]
+    base = _indent(line) if line.strip() else _indent(line + "x")
     # the first line continues the cursor's line; its indentation is the cursor's
     deeper, blank_seen = False, False
     for i, line in enumerate(lines[1:], start=1):

@@ -1,7 +1,9 @@
-"""Re-parse prefix + completion + suffix with tree-sitter and cut the completion at the last line end (or
-its full length) that adds no syntax error the text did not already have. Without a grammar, or for a
-completion cut short (unfinished by design: an open bracket there is no mistake): unchanged."""
-from ..context.syntax import error_count, parse
+"""Re-parse prefix + completion + suffix with tree-sitter and cut the completion at the line end (or its full
+length) that leaves the fewest syntax errors, the longest such cut; none when every cut adds errors the text
+did not already have. Without a grammar, or for a completion cut short (unfinished by design: an open bracket
+there is no mistake): unchanged. Fewest, not merely no more than before: a text with an empty `if` body has
+an error already, and a completion that trades it for a bodiless `else:` must still lose that line."""
+from ..context.syntax import broken_count, parse
 from .around import Around
 
 MAX_CANDIDATES = 24
@@ -9,7 +11,7 @@ MAX_CANDIDATES = 24
 
 def _errors(around: Around, middle: str) -> int | None:
     tree = parse(around.prefix + middle + around.suffix, around.language)
-    return None if tree is None else error_count(tree.root_node)
+    return None if tree is None else broken_count(tree, around.language)
 
 
 def apply(completion: str, around: Around) -> str:
@@ -18,12 +20,18 @@ def apply(completion: str, around: Around) -> str:
     baseline = _errors(around, "")
     if baseline is None:
         return completion
-    if _errors(around, completion) <= baseline:
+    full = _errors(around, completion)
+    if full == 0:
         return completion
-    # candidate cut points: each line end, longest first
+    best, fewest = (completion, full) if full <= baseline else ("", baseline + 1)
+    # candidate cut points: each line end, longest first, so the longest of equals wins
     ends = [i for i, c in enumerate(completion) if c == "\n"][::-1][:MAX_CANDIDATES]
     for end in ends:
         candidate = completion[:end]
-        if candidate.strip() and _errors(around, candidate) <= baseline:
-            return candidate
-    return ""
+        if candidate.strip():
+            n = _errors(around, candidate)
+            if n < fewest:
+                best, fewest = candidate, n
+                if n == 0:
+                    break
+    return best

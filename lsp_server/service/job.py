@@ -63,7 +63,7 @@ class Job:
             rest = part[len(typed):]
             body = len(rest) - len(rest.lstrip())
             end = rest.find("\n", body)
-            if body < len(rest) and end >= 0:
+            if body < len(rest) and end >= 0 and not self.plan.around.opens_block(part[:len(typed) + end]):
                 return "text", rest[:end], None, False   # its line is finished: answer now, let it go on
         if (early_s is not None and self.gen_started_at is not None and len(part) > len(typed)
                 and time.perf_counter() - self.gen_started_at >= early_s):
