@@ -69,15 +69,27 @@ class Completion:
     skipped: str = ""         # why nothing was generated
 
 
+# room kept free of prompt in the context: a completion's tokens, the draft, and the file header's few tokens
+GENERATION_RESERVE = 128 + 64
+
+
 class Pipeline:
     def __init__(self, engine: Engine, budget: PromptBudget | None = None):
         self.engine = engine
         self.index = DefinitionIndex()
-        reserve = 128 + engine.cfg.draft_max + 16
-        prefix = min(1536, engine.cfg.n_ctx // 2)
-        self.budget = budget or PromptBudget(
-            prefix_tokens=prefix, suffix_tokens=256,
-            context_tokens=max(0, engine.cfg.n_ctx - prefix - 256 - reserve - 64))
+        n_ctx = engine.cfg.n_ctx
+        room = max(0, n_ctx - GENERATION_RESERVE - engine.cfg.draft_max)
+        prefix = min(1536, n_ctx // 2)
+        asked = budget or PromptBudget(prefix_tokens=prefix, suffix_tokens=256,
+                                       context_tokens=max(0, room - prefix - 256))
+        self.budget = asked.within(room)
+        self.warnings: list[str] = []
+        if self.budget != asked:
+            self.warnings.append(
+                f"the prompt budgets (prefix {asked.prefix_tokens} + suffix {asked.suffix_tokens} + context "
+                f"{asked.context_tokens} tokens) do not fit a {n_ctx}-token context; using prefix "
+                f"{self.budget.prefix_tokens}, suffix {self.budget.suffix_tokens}, context "
+                f"{self.budget.context_tokens} (raise contextSize to keep them)")
 
     def prompt_for(self, doc: Document, line: int, col: int) -> tuple[Prompt, str, str]:
         """The plain prompt of a position (no other files), as the benchmark uses it."""
@@ -88,15 +100,22 @@ class Pipeline:
         ctx = gather(req.document, req.line, req.col, req.others, self.index, self.budget.context_tokens)
         if req.multiline is not None:
             ctx.mode = Mode(True, req.multiline, "asked")
-        prompt = build_prompt(self.engine, PromptParts(ctx.prefix, ctx.suffix, path=req.document.path,
-                                                       files=ctx.files, outline=ctx.outline), self.budget)
         multiline = ctx.mode.multiline
+        max_tokens = req.max_tokens if multiline else req.max_tokens_single_line
+        parts = PromptParts(ctx.prefix, ctx.suffix, path=req.document.path, files=ctx.files, outline=ctx.outline)
+        prompt = build_prompt(self.engine, parts, self.budget)
+        # a prompt that does not fit with what it may generate is built again, shorter (a long completion asked
+        # of a small context); a prompt that cannot be made to fit is the engine's ContextFullError
+        room = self.engine.cfg.n_ctx - max_tokens - self.engine.cfg.draft_max - 1
+        budget = self.budget
+        while len(prompt.tokens) > room and budget.total > 64:
+            budget = budget.within(int(budget.total * min(0.75, room / len(prompt.tokens))))
+            prompt = build_prompt(self.engine, parts, budget)
         # single-line: the engine stops at the end of the first line with text (a line ending at the cursor
         # may be followed by the next line), so "\n" alone is not a stop string here
         stop = prompt.stop if multiline else tuple(s for s in prompt.stop if s != "\n")
         continues = not multiline and not ctx.suffix.split("\n", 1)[0].strip()
-        return Plan(req, ctx, prompt, req.max_tokens if multiline else req.max_tokens_single_line, stop,
-                    continues)
+        return Plan(req, ctx, prompt, max_tokens, stop, continues)
 
     def stable_tokens(self, plan: Plan) -> list[int]:
         """The part of the prompt a keystroke at the cursor does not change: everything before the suffix."""
@@ -114,7 +133,7 @@ class Pipeline:
             plan.prompt.tokens, max_tokens=plan.max_tokens, stop=plan.stop, language=req.document.language,
             speculative=req.speculative, time_budget_s=req.time_budget_s, record_margins=req.record_margins,
             left_text=plan.prefix, on_text=on_text, on_prompt=on_prompt,
-            single_line=not plan.mode.multiline and not plan.continues), cancel)
+            single_line=not plan.mode.multiline and not plan.continues, goes_on=plan.around.opens_block), cancel)
 
     def finish(self, plan: Plan, gen: Generation) -> Completion:
         around = replace(plan.around, truncated=gen.stop_reason in ("length", "time"))

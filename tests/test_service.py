@@ -43,7 +43,7 @@ def test_settings_merge_camel_and_snake_case():
 @pytest.mark.parametrize("bad, words", [({"maxTokens": "many"}, "expected int"),
                                         ({"noSuch": 1}, "unknown setting"),
                                         ({"draftMin": 9, "draftMax": 2}, "draft limits"),
-                                        ({"contextSize": 512}, "too small"),
+                                        ({"contextSize": 512, "maxTokens": 600}, "too small for maxTokens"),
                                         ("not an object", "must be an object")])
 def test_bad_settings_say_what_is_wrong(bad, words):
     with pytest.raises(SettingsError) as e:
@@ -69,3 +69,11 @@ def test_config_files(tmp_path, monkeypatch):
     with pytest.raises(SettingsError) as e:
         load_files(Settings(), str(tmp_path / "ws"))
     assert "tandem.toml" in str(e.value)
+
+
+def test_prompt_budgets_larger_than_the_context_are_accepted_and_shrunk():
+    # the pipeline shrinks them to fit (and says so); only a completion that cannot fit is refused
+    s = Settings().merged({"contextSize": 512})
+    from lsp_server.prompt import PromptBudget
+    b = PromptBudget(s.prefix_tokens, s.suffix_tokens, s.context_tokens).within(300)
+    assert b.total <= 300 and b.prefix_tokens > b.context_tokens > b.suffix_tokens > 0

@@ -81,6 +81,16 @@ class Engine:
         if unknown:
             raise ValueError(f"unknown drafter(s) {', '.join(sorted(unknown))}: choose from ngram, template, model")
 
+    def file_changes(self) -> list[str]:
+        """Model files that changed on disk since loading. The weights are in memory, so this engine goes on
+        unharmed; the next load of the same paths is what would fail."""
+        out = []
+        for m in (self.target, self.draft):
+            if m is not None and (change := m.file_change()):
+                out.append(f"the {m.name} model file {m.path} {change} while loaded; completions go on from the "
+                           f"copy in memory, but a restart or a model change will need a good file")
+        return out
+
     def warn(self, msg: str) -> None:
         self.warnings.append(msg)
         self.log(f"warning: {msg}")

@@ -6,6 +6,7 @@ evaluates what follows the first difference, and a rejected draft is rolled back
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from dataclasses import dataclass
 
@@ -80,13 +81,26 @@ class ModelCounters:
     decode_calls: int = 0
 
 
+def _file_state(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 class LlamaModel:
     def __init__(self, path: str, *, n_ctx: int = 4096, n_batch: int = 512, n_threads: int = 2,
                  n_gpu_layers: int = 0, name: str = "model"):
         _init_backend()
         self.path, self.name, self.n_ctx, self.n_batch = path, name, n_ctx, n_batch
+        self.file_state = _file_state(path)
         mp = llama_cpp.llama_model_default_params()
         mp.n_gpu_layers = n_gpu_layers
+        # read the weights into memory instead of mapping the file: a mapped file that is truncated or replaced
+        # while the server runs kills it with SIGBUS at the next page it touches; read, it only costs the same
+        # resident memory the mapping would (and a second or two to load)
+        mp.load_mode = llama_cpp.LLAMA_LOAD_MODE_NONE
         self.model = llama_cpp.llama_model_load_from_file(path.encode(), mp)
         if not self.model:
             raise ModelFileError(f"{path}: llama.cpp could not load this model file: "
@@ -224,6 +238,19 @@ class LlamaModel:
         self.counters.reused += p
         self.decode(tokens[p:], cancel=cancel)
         return p
+
+    def file_change(self) -> str | None:
+        """How the model file changed on disk since it was loaded (deleted, replaced, truncated), or None."""
+        now = _file_state(self.path)
+        if now == self.file_state:
+            return None
+        if now is None:
+            return "was deleted"
+        if now[0] != self.file_state[0]:
+            return "was replaced by another file"
+        if now[1] < self.file_state[1]:
+            return f"was truncated ({now[1]:,} of {self.file_state[1]:,} bytes left)"
+        return "was modified"
 
     def close(self) -> None:
         if getattr(self, "ctx", None):

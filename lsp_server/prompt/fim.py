@@ -19,11 +19,23 @@ class Tokenizer(Protocol):
     def tokenize(self, text: str) -> list[int]: ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class PromptBudget:
     prefix_tokens: int = 1536
     suffix_tokens: int = 256
     context_tokens: int = 1024
+
+    @property
+    def total(self) -> int:
+        return self.prefix_tokens + self.suffix_tokens + self.context_tokens
+
+    def within(self, room: int) -> "PromptBudget":
+        """This budget, shrunk in proportion where it exceeds `room` tokens (keeping a little prefix)."""
+        if self.total <= room:
+            return self
+        f = max(0, room) / self.total
+        return PromptBudget(max(16, int(self.prefix_tokens * f)), int(self.suffix_tokens * f),
+                            int(self.context_tokens * f))
 
 
 @dataclass

@@ -20,7 +20,17 @@ ACCEPT_COMMAND = "tandem.accepted"
 TRIGGER_CHARACTERS = [".", "(", "[", "{", ",", " ", ":", "="]
 
 
+def report_file_changes(ls: TandemServer) -> None:
+    """Tell the user, once, when a model file is deleted or damaged under the running server."""
+    pipeline = ls.service.pipeline
+    for msg in pipeline.engine.file_changes() if pipeline is not None else ():
+        if msg not in ls.reported:
+            ls.reported.add(msg)
+            ls.message(types.MessageType.Warning, msg)
+
+
 async def answer(ls: TandemServer, uri: str, pos: types.Position) -> tuple[Answer, object, int, int]:
+    report_file_changes(ls)
     doc = open_document(ls, uri)
     line, col = server_position(doc, pos)
     req = request_for(ls, doc, line, col)

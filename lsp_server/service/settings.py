@@ -19,6 +19,9 @@ class SettingsError(ValueError):
 CLIENT_KEYS = {"server_path", "trace", "debounce_ms", "keymaps"}
 
 
+MIN_PROMPT_TOKENS = 128
+
+
 @dataclass(frozen=True)
 class Settings:
     # models (a change reloads them)
@@ -39,7 +42,7 @@ class Settings:
     early_answer_ms: int = 600        # after this much generation, answer with what is whole and go on
     # prompt budgets in tokens; the suffix is evaluated again on every keystroke, so it stays short
     prefix_tokens: int = 1024
-    suffix_tokens: int = 16
+    suffix_tokens: int = 64           # evaluated again on every keystroke; 16 cost 15 points of HumanEval pass@1
     context_tokens: int = 512
     # behaviour
     enabled: bool = True
@@ -90,12 +93,12 @@ class Settings:
                 raise SettingsError(f"{name} must be positive")
         if min(self.suffix_tokens, self.context_tokens) < 0:
             raise SettingsError("suffixTokens and contextTokens cannot be negative")
-        # the outline and file headers fit inside these budgets; a little room for the FIM tokens
-        need = (self.prefix_tokens + self.suffix_tokens + self.context_tokens + self.max_tokens
-                + self.draft_max + 32)
+        # prompt budgets larger than the context are shrunk to fit it (the server says so when the models
+        # load); the completion itself, its drafts and a minimal prompt must fit
+        need = self.max_tokens + self.draft_max + MIN_PROMPT_TOKENS
         if self.context_size < need:
-            raise SettingsError(f"contextSize {self.context_size} is too small: prefixTokens + suffixTokens + "
-                                f"contextTokens + maxTokens + draftMax + 32 = {need}")
+            raise SettingsError(f"contextSize {self.context_size} is too small for maxTokens {self.max_tokens}: "
+                                f"it needs maxTokens + draftMax + {MIN_PROMPT_TOKENS} = {need} tokens")
 
     def as_dict(self) -> dict:
         return asdict(self)

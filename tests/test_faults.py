@@ -1,0 +1,115 @@
+"""Faults while the server runs, with the real models over stdio: the model file truncated and then deleted
+under it, a draft that is missing, a prompt larger than the context. Each gets a clear message and a graceful
+fallback (the copy in memory, target-only, a shorter prompt), never a hang or a crash."""
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import time
+
+import pytest
+
+from conftest import FIXTURES
+from rawlsp import RawServer
+
+pytestmark = pytest.mark.models
+
+DOC = FIXTURES / "lsp" / "inventory.py"
+
+
+def messages(s: RawServer, wait_s: float = 0.0) -> list[str]:
+    """window/showMessage texts received so far (waiting up to wait_s for a first one)."""
+    out, deadline = [], time.monotonic() + wait_s
+    while True:
+        try:
+            msg = s.notifications.get(timeout=max(0.0, deadline - time.monotonic()) if not out else 0)
+        except queue.Empty:
+            return out
+        if msg.get("method") == "window/showMessage":
+            out.append(msg["params"]["message"])
+
+
+def started(options: dict) -> RawServer:
+    s = RawServer()
+    s.initialize(options, root=FIXTURES / "lsp")
+    stats = s.wait_ready()
+    assert stats["ready"], stats
+    return s
+
+
+def complete_at_blank(s: RawServer, uri: str, text: str, timeout: float = 120) -> str:
+    lines = text.split("\n")
+    line = max(n for n, t in enumerate(lines) if t and not t.strip())
+    res = s.wait(s.inline(uri, line, len(lines[line])), timeout=timeout)
+    assert "result" in res, res
+    items = res["result"]["items"]
+    return items[0]["insertText"] if items else ""
+
+
+def test_the_model_file_truncated_then_deleted_under_the_running_server(tmp_path):
+    from lsp_server.engine import registry
+    original = registry.default_path(registry.DEFAULT_TARGET)
+    copy = tmp_path / original.name
+    shutil.copy2(original, copy)   # same name, size and mtime: the measured batch costs still apply
+    s = started({"target": str(copy), "draft": "none", "earlyAnswerMs": 0})
+    try:
+        text = DOC.read_text()
+        s.open(DOC.as_uri(), text)
+        first = complete_at_blank(s, DOC.as_uri(), text)
+        assert first.strip()
+
+        os.truncate(copy, 1000)
+        s.open("file:///faults/b.py", text)   # a new document: the model has to run, not the cache
+        assert complete_at_blank(s, "file:///faults/b.py", text).strip()
+        said = messages(s, wait_s=5)
+        assert any(str(copy) in m and "truncated" in m and "memory" in m for m in said), said
+
+        copy.unlink()
+        s.open("file:///faults/c.py", text + "\n")
+        assert complete_at_blank(s, "file:///faults/c.py", text + "\n").strip()
+        said = messages(s, wait_s=5)
+        assert any("was deleted" in m for m in said), said
+        assert s.alive()
+    finally:
+        s.close()
+
+
+def test_a_missing_draft_means_target_only_with_a_warning(tmp_path):
+    missing = tmp_path / "no-such-draft.gguf"
+    s = started({"draft": str(missing)})
+    try:
+        said = messages(s, wait_s=5)
+        assert any(str(missing) in m and "target-only" in m for m in said), said
+        stats = s.request("tandem/stats", {})["result"]
+        assert any(str(missing) in w for w in stats["engine"]["warnings"])
+        text = DOC.read_text()
+        s.open(DOC.as_uri(), text)
+        assert complete_at_blank(s, DOC.as_uri(), text).strip()
+    finally:
+        s.close()
+
+
+def test_a_prompt_larger_than_the_context_is_cut_to_fit():
+    # a 512-token context with the default budgets (1,552 tokens of prompt) and a file far longer than that
+    s = started({"contextSize": 512, "earlyAnswerMs": 0})
+    try:
+        said = messages(s, wait_s=5)
+        assert any("do not fit a 512-token context" in m for m in said), said
+        big = "\n\n".join([DOC.read_text().rsplit("\n    def remove", 1)[0]] * 12) + \
+            "\n\n    def remove(self, sku: str, quantity: int) -> None:\n        \n"
+        assert len(big) > 8000
+        s.open("file:///faults/big.py", big)
+        assert complete_at_blank(s, "file:///faults/big.py", big).strip()
+        # a completion longer than the context leaves room for: the prompt is built again, shorter
+        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"maxTokens": 300}}})
+        s.open("file:///faults/big2.py", big + "\n")
+        assert complete_at_blank(s, "file:///faults/big2.py", big + "\n").strip()
+        # one that cannot fit at all is refused with a clear message, and the last good setting stays
+        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"maxTokens": 600}}})
+        said = messages(s, wait_s=5)
+        assert any("contextSize 512 is too small for maxTokens 600" in m for m in said), said
+        stats = s.request("tandem/stats", {})["result"]
+        assert stats["ready"] and stats["settings"]["max_tokens"] == 300 and s.alive()
+    finally:
+        s.close()
