@@ -14,6 +14,7 @@ import random
 import statistics
 import sys
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +54,7 @@ class Counts:
     pause_sources: list[str] = field(default_factory=list)
     answered_latency_ms: list[float] = field(default_factory=list)
     sources: dict[str, int] = field(default_factory=dict)
+    typing_s: float = 0.0     # the users' own time (typing, pausing, reading), before compression by --speed
 
 
 def default_sessions() -> Path:
@@ -105,15 +107,20 @@ class Typist:
 
     def __init__(self, seed: int, speed: float):
         self.rng, self.speed = random.Random(seed), speed
+        self.clock = 0.0   # the user's own time so far, uncompressed by `speed`
+
+    def _spend(self, seconds: float) -> float:
+        self.clock += seconds
+        return seconds / self.speed
 
     def gap(self) -> float:
-        return min(0.3, max(0.04, self.rng.lognormvariate(-2.2, 0.35))) / self.speed
+        return self._spend(min(0.3, max(0.04, self.rng.lognormvariate(-2.2, 0.35))))
 
     def pause_after(self, key: str) -> float:
         if "\n" in key:
-            return self.rng.uniform(0.6, 1.5) / self.speed
+            return self._spend(self.rng.uniform(0.6, 1.5))
         if key in " ,.()[]{}:;=" and self.rng.random() < 0.3:
-            return self.rng.uniform(0.4, 1.2) / self.speed
+            return self._spend(self.rng.uniform(0.4, 1.2))
         return 0.0
 
     def accepts(self) -> bool:
@@ -121,7 +128,11 @@ class Typist:
 
     def reaction(self) -> float:
         """Reading a suggestion before accepting it."""
-        return self.rng.uniform(0.3, 0.8) / self.speed
+        return self._spend(self.rng.uniform(0.3, 0.8))
+
+    def read(self) -> float:
+        """Reading the file and finding the place before typing."""
+        return self._spend(3.0)
 
 
 def rss_peak_mb(pid: int) -> float | None:
@@ -135,9 +146,11 @@ def rss_peak_mb(pid: int) -> float | None:
 
 
 class Replayer:
-    def __init__(self, client: LanguageClient, counts: Counts, speed: float, log):
+    def __init__(self, client: LanguageClient, counts: Counts, speed: float, log, patience: float | None = None):
         self.client, self.c, self.speed, self.log = client, counts, speed, log
+        self.patience = patience   # None: wait for every answer at a pause; else at most this or the pause
         self._ids = 0
+        self.typist: Typist | None = None
 
     async def request(self, uri: str, text: str, offset: int) -> tuple[asyncio.Future, str, float]:
         self._ids += 1
@@ -151,14 +164,19 @@ class Replayer:
         self.c.requests += 1
         return fut, msg_id, time.perf_counter()
 
-    async def answer(self, pending: tuple[asyncio.Future, str, float]) -> tuple[str, str] | None:
-        """Wait for a request as a user waits for ghost text at a pause; (text, source) or None."""
-        fut, _, sent = pending
+    async def answer(self, pending: tuple[asyncio.Future, str, float], pause: float = 15.0) -> tuple[str, str] | None:
+        """Wait for a request as a user waits for ghost text at a pause; (text, source) or None. A patient user
+        (the replay) waits for it; a hurried one (the soak, whose time is compressed) only for the longer of the
+        pause and its patience, then cancels it."""
+        fut, msg_id, sent = pending
         try:
-            await asyncio.wait_for(asyncio.shield(fut), 15)
+            await asyncio.wait_for(asyncio.shield(fut), 15 if self.patience is None else max(pause, self.patience))
         except (asyncio.TimeoutError, JsonRpcException):
             pass
-        return self.result(fut, sent, at_pause=True) if fut.done() else None
+        if not fut.done():
+            self.cancel(fut, msg_id)
+            return None
+        return self.result(fut, sent, at_pause=True)
 
     def insert(self, uri: str, version: int, text: str, cursor: int, new: str) -> str:
         """Send the edit that inserts `new` at the cursor; the document's text after it."""
@@ -213,12 +231,12 @@ class Replayer:
         lang = {".py": "python", ".ts": "typescript", ".go": "go"}.get(s.file.suffix, "plaintext")
         self.client.text_document_did_open(types.DidOpenTextDocumentParams(
             text_document=types.TextDocumentItem(uri=uri, language_id=lang, version=1, text=text)))
-        typist = Typist(s.seed, self.speed)
+        typist = self.typist = Typist(s.seed, self.speed)   # the session in progress, for a soak's clock
         version, cursor, done = 1, s.offset, 0
         pending: tuple[asyncio.Future, str, float] | None = None
         shown = ""          # the ghost text on screen, if any
         self.log(f"  {s.file.name}: typing {len(typed)} characters")
-        await asyncio.sleep(3.0 / self.speed)   # the user reads the file and finds the place before typing
+        await asyncio.sleep(typist.read())
         while done < len(typed):
             key = next_key(typed[done:])
             if pending is not None:
@@ -237,7 +255,7 @@ class Replayer:
             pause = typist.pause_after(key) if done < len(typed) else 1.0 / self.speed
             if pause:
                 t0 = time.perf_counter()
-                got = await self.answer(pending)
+                got = await self.answer(pending, pause)
                 pending = None
                 if got is not None:
                     shown, source = got
@@ -256,7 +274,7 @@ class Replayer:
                         shown = ""
                         if done >= len(typed):
                             break
-                        got = await self.answer(await self.request(uri, text, cursor))
+                        got = await self.answer(await self.request(uri, text, cursor), pause)
                         shown = got[0] if got else ""
                 await asyncio.sleep(max(0.0, pause - (time.perf_counter() - t0)))
             else:
@@ -269,6 +287,8 @@ class Replayer:
                         self.count_through(through, source)
         if pending is not None:
             self.cancel(pending[0], pending[1])
+        self.c.typing_s += typist.clock
+        self.typist = None
         self.client.text_document_did_close(types.DidCloseTextDocumentParams(
             text_document=types.TextDocumentIdentifier(uri=uri)))
 
@@ -292,10 +312,10 @@ def _mark_done_time(fut: asyncio.Future) -> None:
     fut.add_done_callback(done)
 
 
-async def replay(sessions: list[Session], server_cmd: list[str], speed: float = 1.0,
-                 limit_chars: int | None = None, options: dict | None = None, log=print) -> dict:
+@asynccontextmanager
+async def running_server(server_cmd: list[str], options: dict | None = None, log=print):
+    """`tandem serve` started over stdio, initialized, with its models loaded; shut down on the way out."""
     client = LanguageClient("tandem-replay", "1")
-    messages: list[str] = []
 
     @client.feature(types.WINDOW_LOG_MESSAGE)
     def _log(params: types.LogMessageParams):
@@ -303,12 +323,9 @@ async def replay(sessions: list[Session], server_cmd: list[str], speed: float = 
 
     @client.feature(types.WINDOW_SHOW_MESSAGE)
     def _show(params: types.ShowMessageParams):
-        messages.append(params.message)
         log(f"server says: {params.message}")
 
     await client.start_io(server_cmd[0], *server_cmd[1:])
-    counts = Counts()
-    t_start = time.perf_counter()
     try:
         await client.initialize_async(types.InitializeParams(
             capabilities=types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=False)),
@@ -323,13 +340,7 @@ async def replay(sessions: list[Session], server_cmd: list[str], speed: float = 
         if st.load_error:
             raise RuntimeError(f"the server could not load its models: {st.load_error}")
         log(f"server ready in {time.perf_counter() - t0:.1f}s")
-        r = Replayer(client, counts, speed, log)
-        for s in sessions:
-            await r.session(s, limit_chars)
-        await asyncio.sleep(0.5)
-        st = await client.protocol.send_request_async("tandem/stats", {"records": True})
-        server_stats = plain(st)
-        peak = rss_peak_mb(client._server.pid)
+        yield client
         await client.shutdown_async(None)
         client.exit(None)
     finally:
@@ -337,7 +348,24 @@ async def replay(sessions: list[Session], server_cmd: list[str], speed: float = 
             await asyncio.wait_for(client.stop(), 10)
         except Exception:
             pass
-    return report(counts, server_stats, peak, time.perf_counter() - t_start, speed)
+
+
+async def server_stats(client: LanguageClient, records: bool = False) -> dict:
+    return plain(await client.protocol.send_request_async("tandem/stats", {"records": records}))
+
+
+async def replay(sessions: list[Session], server_cmd: list[str], speed: float = 1.0,
+                 limit_chars: int | None = None, options: dict | None = None, log=print) -> dict:
+    counts = Counts()
+    t_start = time.perf_counter()
+    async with running_server(server_cmd, options, log) as client:
+        r = Replayer(client, counts, speed, log)
+        for s in sessions:
+            await r.session(s, limit_chars)
+        await asyncio.sleep(0.5)
+        stats = await server_stats(client, records=True)
+        peak = rss_peak_mb(client._server.pid)
+    return report(counts, stats, peak, time.perf_counter() - t_start, speed)
 
 
 def report(c: Counts, st: dict, peak_mb: float | None, seconds: float, speed: float) -> dict:

@@ -117,11 +117,32 @@ def cmd_replay(args) -> None:
         _die(str(e), 1)
 
 
+def cmd_soak(args) -> None:
+    from ..bench.soak import run_soak
+    try:
+        run_soak(args)
+    except (FileNotFoundError, RuntimeError, ValueError) as e:
+        _die(str(e), 1)
+
+
 def cmd_bench(args) -> None:
     from ..bench.run import run_bench
     engine, _ = _load_engine(args)
     try:
         run_bench(engine, args)
+    finally:
+        engine.close()
+
+
+def cmd_eval(args) -> None:
+    from ..bench.humaneval import load_tasks, default_data, run_eval
+    try:
+        load_tasks(args.data or default_data())   # a bad data file fails before the models load
+    except ValueError as e:
+        _die(str(e))
+    engine, _ = _load_engine(args)
+    try:
+        run_eval(engine, args)
     finally:
         engine.close()
 
@@ -155,6 +176,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     r.set_defaults(func=cmd_replay)
 
+    k = sub.add_parser("soak", help="replay typing for a long time against one server and watch its memory")
+    k.add_argument("--minutes", type=float, default=60, help="minutes of the users' own typing time (default 60)")
+    k.add_argument("--speed", type=float, default=10, help="time compression of the typing (default 10)")
+    k.add_argument("--patience", type=float, default=0.8,
+                   help="seconds the typist waits for ghost text at a pause, at least (default 0.8)")
+    k.add_argument("--sample-s", type=float, default=10, help="seconds between memory samples (default 10)")
+    k.add_argument("--sessions", help="a sessions.json (default: fixtures/replays/sessions.json)")
+    k.add_argument("--options", help="initializationOptions for the server, as JSON")
+    k.add_argument("--json", metavar="PATH", help="write the figures and every sample as JSON")
+    k.set_defaults(func=cmd_soak)
+
     c = sub.add_parser("complete", help="print the completion at a position of a file")
     c.add_argument("file")
     c.add_argument("--line", type=int, required=True, help="1-based line")
@@ -184,6 +216,21 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-memory", action="store_true", help="skip the resident-memory measurement")
     add_engine_options(b)
     b.set_defaults(func=cmd_bench, stats="")
+
+    e = sub.add_parser("eval", help="completion quality: HumanEval infilling, scored by running its tests")
+    e.add_argument("suite", choices=("humaneval",))
+    e.add_argument("--data", metavar="PATH", help="a JSONL file of tasks, gzip or not (default: "
+                   "../shared/data/humaneval-single-line.jsonl.gz, else the copy in fixtures/humaneval)")
+    e.add_argument("--limit", type=int, default=0, help="at most N tasks (default: all)")
+    e.add_argument("--seed", type=int, help="with --limit: a random sample of tasks drawn with this seed")
+    e.add_argument("--json", metavar="PATH", help="write the summary and every task's answers as JSON")
+    e.add_argument("--timeout", type=float, default=10.0, help="seconds each task's tests may run (default 10)")
+    e.add_argument("--max-tokens", type=int, default=64, help="token limit of raw FIM (default 64); the "
+                   "pipeline uses the server's limits")
+    e.add_argument("--suffix-tokens", type=int, help="the pipeline's suffix budget (default: the server's, 16)")
+    e.add_argument("--skip", nargs="*", choices=("raw", "plain", "pipeline"), help="answers not to compute")
+    add_engine_options(e)
+    e.set_defaults(func=cmd_eval, stats="")
     return p
 
 

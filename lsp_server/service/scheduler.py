@@ -245,7 +245,8 @@ class CompletionService:
             job.started_at = time.perf_counter()
             if job.cancel.is_set():
                 return None
-            return pipeline.generate(plan, job.cancel, on_text=job.set_partial, on_prompt=job.set_prompt)
+            with self.stats.model_call():
+                return pipeline.generate(plan, job.cancel, on_text=job.set_partial, on_prompt=job.set_prompt)
 
         job.future = asyncio.get_running_loop().run_in_executor(self.model_pool, run)
         self.jobs.setdefault(uri, []).append(job)
@@ -350,8 +351,13 @@ class CompletionService:
         tokens = pipeline.stable_tokens(plan)
         self._warm_keep = max(0, len(tokens) - CURSOR_LINE_TOKENS)
         self._warm_tokens = tokens
-        evaluated = await loop.run_in_executor(
-            self.model_pool, lambda: 0 if cancel.is_set() else pipeline.engine.prewarm(tokens, cancel))
+        def warm() -> int:
+            if cancel.is_set():
+                return 0
+            with self.stats.model_call():
+                return pipeline.engine.prewarm(tokens, cancel)
+
+        evaluated = await loop.run_in_executor(self.model_pool, warm)
         self.stats.warmups += 1
         self.stats.warmup_tokens += evaluated
 
@@ -376,7 +382,17 @@ class CompletionService:
                 job.cancel.set()
 
     def summary(self, include_records: bool = False) -> dict:
-        return self.stats.summary(self.cache.hits, self.cache.lookups, include_records)
+        out = self.stats.summary(self.cache.hits, self.cache.lookups, include_records)
+        # every structure that grows with use, next to its bound (the README lists them)
+        out["memory"] = {
+            "typing_cache": {"entries": len(self.cache), "limit": self.cache.total},
+            "definition_index": {"documents": len(self.pipeline.index) if self.pipeline else 0,
+                                 "limit": self.pipeline.index.limit if self.pipeline else None},
+            "records": {"entries": len(self.stats.records), "limit": self.stats.records.maxlen},
+            "jobs": sum(len(v) for v in self.jobs.values()),
+            "pending_requests": len(self._latest),
+        }
+        return out
 
     def shutdown(self) -> None:
         self._cancel_all()

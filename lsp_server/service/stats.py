@@ -1,7 +1,9 @@
 """What the server measures about itself, for `tandem/stats` and `tandem replay`. Bounded."""
 from __future__ import annotations
 
+import threading
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 RECORDS = 2000
@@ -43,6 +45,24 @@ class ServerStats:
         self.warmup_tokens = 0
         self.shown = self.accepted = 0
         self.accepted_chars = 0
+        # calls on the model thread (generations and warm-ups), and how many ever ran at once: the model thread
+        # is meant to make that one, and the counter checks it
+        self.model_calls = 0
+        self.model_active = 0
+        self.model_peak = 0
+        self._model_lock = threading.Lock()
+
+    @contextmanager
+    def model_call(self):
+        with self._model_lock:
+            self.model_calls += 1
+            self.model_active += 1
+            self.model_peak = max(self.model_peak, self.model_active)
+        try:
+            yield
+        finally:
+            with self._model_lock:
+                self.model_active -= 1
 
     def add(self, rec: Record) -> None:
         self.records.append(rec)
@@ -81,6 +101,7 @@ class ServerStats:
             "acceptance": {lang: {name: {**d, "rate": d["accepted"] / d["drafted"] if d["drafted"] else None}
                                   for name, d in per.items()} for lang, per in self.drafters.items()},
             "suggestions": {"shown": self.shown, "accepted": self.accepted, "accepted_chars": self.accepted_chars},
+            "model": {"calls": self.model_calls, "running": self.model_active, "peak_concurrent": self.model_peak},
         }
         if include_records:
             out["records"] = [asdict(r) for r in self.records]

@@ -1,0 +1,293 @@
+"""`tandem eval humaneval`: completion quality on HumanEval infilling, scored by running the tests.
+
+Three answers per task, side by side on one warm engine:
+- raw FIM: the model on the task as given (the whole prefix and suffix in a plain FIM prompt), greedy, until its
+  end-of-middle token or the token limit, with no post-processing;
+- the pipeline, plain decoding: what the server shows, as the editor sees the task. The cursor stands on an empty
+  line between the prompt and the suffix; context, prompt budgets, mode and post-processing are the server's
+  defaults; no time budget, so the figure is about what the model writes, not what arrives in time;
+- the pipeline, speculative: the same, through the speculative loop. It must score the same as plain decoding.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import sys
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from ..context import Document
+from ..engine import Engine, GenerationRequest
+from ..pipeline import CompletionRequest, Pipeline
+from ..prompt import PromptBudget, PromptParts, build_prompt
+from ..service.scheduler import budget_of
+from ..service.settings import Settings
+from .sandbox import Sandbox
+
+REPO = Path(__file__).resolve().parents[2]
+DATA_NAME = "humaneval-single-line.jsonl.gz"
+# the shared copy the issue names first, then the one kept in the repository (same bytes)
+DEFAULT_DATA = (REPO.parent / "shared" / "data" / DATA_NAME, REPO / "fixtures" / "humaneval" / DATA_NAME)
+REQUIRED = ("task_id", "prompt", "suffix", "test", "entry_point")
+# one file name for every task and answer: the prompts then differ only where the code does, and the KV cache
+# keeps the rest
+TASK_FILE = "solution.py"
+VARIANTS = ("raw", "plain", "pipeline")
+TITLES = {"raw": "raw FIM (no post-processing)", "plain": "pipeline, plain decoding",
+          "pipeline": "pipeline, speculative (the server's path)"}
+
+
+@dataclass
+class Task:
+    task_id: str
+    prompt: str
+    suffix: str
+    test: str
+    entry_point: str
+    canonical: str = ""
+
+
+@dataclass
+class Answer:
+    middle: str           # the text that ends up between prompt and suffix
+    passed: bool
+    exact: bool
+    error: str = ""
+    tokens: int = 0
+    seconds: float = 0.0  # generation, after the prompt
+    stop: str = ""
+    skipped: str = ""     # why the pipeline offered nothing
+
+
+@dataclass
+class TaskResult:
+    task_id: str
+    answers: dict[str, Answer] = field(default_factory=dict)
+
+
+def default_data() -> Path:
+    for p in DEFAULT_DATA:
+        if p.exists():
+            return p
+    return DEFAULT_DATA[0]
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    """Tasks from a JSONL file, gzip or not (told by its first bytes, not its name)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read ({e.strerror})") from e
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as e:
+            raise ValueError(f"{path}: broken gzip data ({e})") from e
+    tasks = []
+    for n, line in enumerate(raw.decode("utf-8", "replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{n}: not JSON ({e.msg})") from e
+        missing = [k for k in REQUIRED if not isinstance(row.get(k), str)] if isinstance(row, dict) else REQUIRED
+        if missing:
+            raise ValueError(f"{path}:{n}: a task needs the string fields {', '.join(REQUIRED)}; "
+                             f"missing or not text: {', '.join(missing)}")
+        tasks.append(Task(row["task_id"], row["prompt"], row["suffix"], row["test"], row["entry_point"],
+                          row.get("canonical_solution") or ""))
+    if not tasks:
+        raise ValueError(f"{path}: no tasks in it")
+    return tasks
+
+
+def select(tasks: list[Task], limit: int, seed: int | None) -> list[Task]:
+    """The first `limit` tasks, or with a seed a random sample of them, kept in file order: neighbouring tasks
+    share most of their prompt, which the KV cache reuses."""
+    if not limit or limit >= len(tasks):
+        return list(tasks)
+    if seed is None:
+        return tasks[:limit]
+    keep = set(random.Random(seed).sample(range(len(tasks)), limit))
+    return [t for i, t in enumerate(tasks) if i in keep]
+
+
+def program(task: Task, middle: str) -> str:
+    return f"{task.prompt}{middle}{task.suffix}\n\n{task.test}\n\ncheck({task.entry_point})\n"
+
+
+def same_code(a: str, b: str) -> bool:
+    """Exact match up to trailing whitespace on each line and trailing blank lines."""
+    def norm(s: str) -> str:
+        return "\n".join(ln.rstrip() for ln in s.rstrip().split("\n"))
+    return norm(a) == norm(b)
+
+
+def editor_view(task: Task) -> tuple[Document, int, int, str]:
+    """The task as an editor holds it: (document, line, col, what follows the completion in the middle).
+    A prompt that ends at a line end puts the cursor on an empty line of its own above the suffix; the completion
+    fills that line and the line break is already there."""
+    if task.prompt.endswith("\n"):
+        text, tail = task.prompt + "\n" + task.suffix, "\n"
+    else:
+        text, tail = task.prompt + task.suffix, ""
+    line = task.prompt.count("\n")
+    col = len(task.prompt) - (task.prompt.rfind("\n") + 1)
+    return Document(TASK_FILE, text, "python"), line, col, tail
+
+
+class Evaluator:
+    def __init__(self, engine: Engine, settings: Settings, sandbox: Sandbox, max_tokens_raw: int = 64,
+                 variants: tuple[str, ...] = VARIANTS):
+        self.engine = engine
+        self.settings = settings
+        self.sandbox = sandbox
+        self.max_tokens_raw = max_tokens_raw
+        self.variants = variants
+        self.pipeline = Pipeline(engine, budget_of(settings))
+        # raw FIM sees the whole task, as benchmarks give it to a model
+        self.raw_budget = PromptBudget(prefix_tokens=engine.cfg.n_ctx // 2, suffix_tokens=engine.cfg.n_ctx // 4,
+                                       context_tokens=0)
+
+    def _pipeline(self, task: Task, speculative: bool) -> tuple[Answer, str]:
+        doc, line, col, tail = editor_view(task)
+        c = self.pipeline.complete(CompletionRequest(
+            doc, line, col, max_tokens=self.settings.max_tokens,
+            max_tokens_single_line=self.settings.max_tokens_single_line, speculative=speculative))
+        g = c.generation
+        middle = c.text + tail
+        return Answer(middle, False, same_code(middle, task.canonical), tokens=len(g.tokens) if g else 0,
+                      seconds=round(g.gen_s, 3) if g else 0.0, stop=g.stop_reason if g else "",
+                      skipped=c.skipped), middle
+
+    def _raw(self, task: Task) -> tuple[Answer, str]:
+        prompt = build_prompt(self.engine, PromptParts(task.prompt, task.suffix, path=TASK_FILE),
+                              self.raw_budget)
+        g = self.engine.generate(GenerationRequest(prompt.tokens, max_tokens=self.max_tokens_raw,
+                                                   speculative=False, language="python"))
+        return Answer(g.text, False, same_code(g.text, task.canonical), tokens=len(g.tokens),
+                      seconds=round(g.gen_s, 3), stop=g.stop_reason), g.text
+
+    def answer(self, task: Task, variant: str) -> tuple[Answer, str]:
+        if variant == "raw":
+            return self._raw(task)
+        return self._pipeline(task, speculative=variant == "pipeline")
+
+
+@dataclass
+class Tally:
+    n: int = 0
+    passed: int = 0
+    exact: int = 0
+    skipped: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, a: Answer) -> None:
+        self.n += 1
+        self.passed += a.passed
+        self.exact += a.exact
+        self.skipped += bool(a.skipped)
+        self.tokens += a.tokens
+        self.seconds += a.seconds
+
+    def row(self) -> dict:
+        return {"tasks": self.n, "passed": self.passed, "pass_at_1": round(self.passed / self.n, 4) if self.n else 0,
+                "exact": self.exact, "exact_match": round(self.exact / self.n, 4) if self.n else 0,
+                "skipped": self.skipped, "tokens": self.tokens,
+                "tok_s": round(self.tokens / self.seconds, 2) if self.seconds else 0}
+
+
+def _pct(x: int, n: int) -> str:
+    return f"{100 * x / n:5.1f} %" if n else "    -"
+
+
+def run_eval(engine: Engine, args) -> dict:
+    data = Path(args.data) if args.data else default_data()
+    tasks = select(load_tasks(data), args.limit, args.seed)
+    settings = Settings()
+    if args.suffix_tokens is not None:
+        settings = replace(settings, suffix_tokens=args.suffix_tokens)
+    variants = tuple(v for v in VARIANTS if v not in set(args.skip or ()))
+    ev = Evaluator(engine, settings, Sandbox(args.timeout), args.max_tokens, variants)
+    tallies = {v: Tally() for v in variants}
+    results: list[TaskResult] = []
+    differ: list[str] = []   # tasks where speculative and plain decoding wrote different code
+    print(f"HumanEval: {len(tasks)} tasks from {data}; variants: {', '.join(variants)}; "
+          f"sandbox: {ev.sandbox.isolation}, {args.timeout:g}s timeout", file=sys.stderr)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-eval-run")   # tests run while the model writes
+    pending: list[tuple[Answer, Future]] = []
+    t0 = time.perf_counter()
+    tty = sys.stderr.isatty()
+    cr = "\r" if tty else ""
+    for i, task in enumerate(tasks, 1):
+        res = TaskResult(task.task_id)
+        for v in variants:
+            ans, middle = ev.answer(task, v)
+            res.answers[v] = ans
+            pending.append((ans, pool.submit(ev.sandbox.run, program(task, middle))))
+        if "plain" in res.answers and "pipeline" in res.answers \
+                and res.answers["plain"].middle != res.answers["pipeline"].middle:
+            differ.append(task.task_id)
+        results.append(res)
+        for ans, fut in pending:
+            out = fut.result()
+            ans.passed, ans.error = out.passed, out.error
+        pending.clear()
+        for v in variants:
+            tallies[v].add(res.answers[v])
+        if tty or i % 25 == 0 or i == len(tasks):
+            spent = time.perf_counter() - t0
+            figures = "  ".join(f"{v} {_pct(tallies[v].passed, i).strip()}" for v in variants)
+            print(f"{cr}[{i}/{len(tasks)}] pass@1 {figures}  "
+                  f"{spent / i:.1f} s/task, {(len(tasks) - i) * spent / i / 60:.0f} min left   ",
+                  end="" if tty and i < len(tasks) else "\n", file=sys.stderr, flush=True)
+        if args.json and i % 50 == 0:
+            _write(args.json, _report(data, tasks[:i], tallies, results, differ, ev, args, partial=True))
+    pool.shutdown()
+    report = _report(data, tasks, tallies, results, differ, ev, args)
+    _print(report)
+    if args.json:
+        _write(args.json, report)
+        print(f"wrote {args.json}", file=sys.stderr)
+    return report
+
+
+def _report(data, tasks, tallies, results, differ, ev: Evaluator, args, partial: bool = False) -> dict:
+    return {
+        "data": str(data), "tasks": len(tasks), "partial": partial, "limit": args.limit, "seed": args.seed,
+        "target": ev.engine.target.path, "draft": ev.engine.draft.path if ev.engine.draft else None,
+        "suffix_tokens": ev.settings.suffix_tokens, "max_tokens_raw": ev.max_tokens_raw,
+        "sandbox": ev.sandbox.isolation, "timeout_s": args.timeout,
+        "summary": {v: t.row() for v, t in tallies.items()},
+        "speculative_differs_from_plain": differ,
+        "results": [{"task_id": r.task_id, **{v: asdict(a) for v, a in r.answers.items()}} for r in results],
+    }
+
+
+def _write(path: str, report: dict) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(report, f, indent=1)
+    os.replace(tmp, path)
+
+
+def _print(report: dict) -> None:
+    n = report["tasks"]
+    print(f"\nHumanEval infilling, {n} tasks ({report['data']})")
+    print(f"{'':44} {'pass@1':>8} {'exact':>8} {'skipped':>8} {'tok/s':>7}")
+    for v, row in report["summary"].items():
+        print(f"{TITLES[v]:44} {_pct(row['passed'], n):>8} {_pct(row['exact'], n):>8} {row['skipped']:>8} "
+              f"{row['tok_s']:>7.1f}")
+    s = report["summary"]
+    if "plain" in s and "pipeline" in s:
+        d = report["speculative_differs_from_plain"]
+        print(f"speculative vs plain: {n - len(d)}/{n} completions identical"
+              + (f"; differ: {', '.join(d[:10])}{' ...' if len(d) > 10 else ''}" if d else ""))

@@ -1,0 +1,108 @@
+"""`tandem eval humaneval`: the data loading, the sandbox that runs model code, and a short run with the real
+models through the CLI."""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, tandem_cmd
+from lsp_server.bench.humaneval import (DEFAULT_DATA, Task, default_data, editor_view, load_tasks, program,
+                                        same_code, select)
+from lsp_server.bench.sandbox import Sandbox
+
+TASK = {"task_id": "T/0", "entry_point": "add", "prompt": "def add(a, b):\n",
+        "suffix": "\n\ndef unused():\n    pass\n", "canonical_solution": "    return a + b\n",
+        "test": "def check(candidate):\n    assert candidate(2, 3) == 5\n"}
+
+
+def test_the_repository_keeps_the_same_data_as_the_shared_copy():
+    ours = DEFAULT_DATA[1]
+    assert ours.is_file() and len(load_tasks(ours)) == 1033
+    if DEFAULT_DATA[0].is_file():
+        assert DEFAULT_DATA[0].read_bytes() == ours.read_bytes()
+    assert default_data().is_file()
+
+
+def test_tasks_load_from_gzip_or_plain_jsonl_and_bad_files_say_why(tmp_path):
+    plain = tmp_path / "tasks.jsonl"
+    plain.write_text(json.dumps(TASK) + "\n\n" + json.dumps({**TASK, "task_id": "T/1"}) + "\n")
+    packed = tmp_path / "tasks.data"   # gzip told by its bytes, not its name
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert [t.task_id for t in load_tasks(plain)] == [t.task_id for t in load_tasks(packed)] == ["T/0", "T/1"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"task_id": "x", "prompt": "p"}) + "\n")
+    with pytest.raises(ValueError, match="missing or not text: suffix, test, entry_point"):
+        load_tasks(bad)
+    bad.write_text("{not json\n")
+    with pytest.raises(ValueError, match="bad.jsonl:1: not JSON"):
+        load_tasks(bad)
+    with pytest.raises(ValueError, match="cannot read"):
+        load_tasks(tmp_path / "missing.jsonl")
+
+
+def test_a_seeded_sample_is_reproducible_and_in_file_order():
+    tasks = [Task(f"T/{i}", "", "", "", "f") for i in range(50)]
+    a, b = select(tasks, 10, 7), select(tasks, 10, 7)
+    assert a == b and len(a) == 10 and a != tasks[:10]
+    assert [int(t.task_id[2:]) for t in a] == sorted(int(t.task_id[2:]) for t in a)
+    assert select(tasks, 10, None) == tasks[:10] and select(tasks, 0, 3) == tasks
+
+
+def test_the_editor_puts_the_cursor_on_an_empty_line_between_prompt_and_suffix():
+    task = Task(**{k: TASK[k] for k in ("task_id", "prompt", "suffix", "test", "entry_point")})
+    doc, line, col, tail = editor_view(task)
+    assert (line, col, tail) == (1, 0, "\n")
+    assert doc.text.split("\n")[1] == "" and doc.text == task.prompt + "\n" + task.suffix
+    assert same_code("    return a + b  \n\n", "    return a + b\n") and not same_code("return a+b", "return a + b")
+
+
+def test_the_sandbox_scores_code_by_running_it():
+    box = Sandbox(timeout_s=3)
+    task = Task(**{k: TASK[k] for k in ("task_id", "prompt", "suffix", "test", "entry_point")})
+    assert box.run(program(task, "    return a + b\n")).passed
+    wrong = box.run(program(task, "    return a - b\n"))
+    assert not wrong.passed and "AssertionError" in wrong.error
+    slow = box.run(program(task, "    while True:\n        pass\n"))
+    assert not slow.passed and "timeout" in slow.error
+    net = box.run("import socket\nsocket.create_connection(('pypi.org', 443), timeout=2)\n")
+    assert not net.passed and "not allowed" in net.error
+    if box.prefix:   # a fresh socket module past the guard still finds no network in the namespace
+        net = box.run("import importlib, socket\nimportlib.reload(socket)\n"
+                      "socket.create_connection(('151.101.0.223', 443), timeout=2)\n")
+        assert not net.passed and "unreachable" in net.error.lower(), net
+    mark = Path(tempfile.gettempdir()) / "tandem-sandbox-escape-check"
+    mark.unlink(missing_ok=True)
+    escape = box.run(f"import os\nos.system('touch {mark}')\n")
+    assert not escape.passed and "not allowed" in escape.error and not mark.exists()
+    assert not box.run("import subprocess\nsubprocess.run(['true'])\n").passed
+    assert box.run("open('scratch.txt', 'w').write('1')\n").passed   # its own folder, which goes away
+
+
+@pytest.mark.models
+def test_a_short_run_with_the_real_model(tmp_path):
+    out = tmp_path / "eval.json"
+    p = subprocess.run(tandem_cmd() + ["eval", "humaneval", "--limit", "4", "--json", str(out)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr
+    assert "pass@1" in p.stdout and "speculative vs plain" in p.stdout
+    r = json.loads(out.read_text())
+    assert r["tasks"] == 4 and not r["partial"] and len(r["results"]) == 4
+    assert set(r["summary"]) == {"raw", "plain", "pipeline"}
+    for row in r["summary"].values():
+        assert row["tasks"] == 4 and 0 <= row["passed"] <= 4
+    first = r["results"][0]
+    assert first["task_id"] == "SingleLineInfilling/HumanEval/0/L0"
+    assert {"middle", "passed", "exact", "error", "tokens"} <= set(first["pipeline"])
+    # the pipeline's middle ends with the line break the editor already had
+    assert first["pipeline"]["middle"].endswith("\n")
+    # what the JSON says passed really runs
+    task = load_tasks(default_data())[0]
+    assert Sandbox().run(program(task, first["pipeline"]["middle"])).passed == first["pipeline"]["passed"]
+    bad = subprocess.run(tandem_cmd() + ["eval", "humaneval", "--data", str(tmp_path / "none.jsonl")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "cannot read" in bad.stderr

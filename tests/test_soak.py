@@ -1,0 +1,25 @@
+"""A short soak: the replay sessions typed in compressed time against one server (the real models). Every
+cache stays within its limit and resident memory does not grow once the server is warm. `tandem soak` runs the
+hour the README reports; this is its minute and a half."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from conftest import tandem_cmd
+from lsp_server.bench.replay import default_sessions, load_sessions
+from lsp_server.bench.soak import GROWTH_LIMIT_MIB, soak
+
+pytestmark = pytest.mark.models
+
+
+def test_a_short_soak_keeps_memory_and_caches_bounded():
+    r = asyncio.run(soak(load_sessions(default_sessions()), tandem_cmd() + ["serve"], minutes=1.5, speed=5,
+                         patience=2.0, sample_s=3, log=lambda m: None))
+    assert r["typing_minutes"] >= 1.5 and r["rounds"] >= 1 and r["keystrokes"] > 300
+    assert r["answered"] > 0
+    assert r["within_limits"], r["caches"]
+    assert set(r["caches"]) >= {"typing_cache", "definition_index", "records"}
+    assert len(r["samples"]) >= 3
+    assert r["growth_after_warm_mib"] < GROWTH_LIMIT_MIB, r["rss_mib"]
