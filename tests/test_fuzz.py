@@ -14,7 +14,7 @@ from rawlsp import RawServer
 
 pytestmark = pytest.mark.models
 
-EXAMPLES = int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("TANDEM_FUZZ_EXAMPLES", "200"))
 DOC = FIXTURES / "lsp" / "inventory.py"
 # short generations and prompts: the fuzzer is after the protocol, and this keeps a case under a second or two
 OPTIONS = {"maxTokens": 6, "maxTokensSingleLine": 6, "prefixTokens": 256, "prefetch": False}

@@ -61,6 +61,8 @@ class Answer:
     seconds: float = 0.0  # generation, after the prompt
     stop: str = ""
     skipped: str = ""     # why the pipeline offered nothing
+    token_ids: list[int] = field(default_factory=list, repr=False)
+    margins: list[float] = field(default_factory=list, repr=False)   # top-2 logit gap of each token
 
 
 @dataclass
@@ -160,12 +162,14 @@ class Evaluator:
         doc, line, col, tail = editor_view(task)
         c = self.pipeline.complete(CompletionRequest(
             doc, line, col, max_tokens=self.settings.max_tokens,
-            max_tokens_single_line=self.settings.max_tokens_single_line, speculative=speculative))
+            max_tokens_single_line=self.settings.max_tokens_single_line, speculative=speculative,
+            record_margins=True))
         g = c.generation
         middle = c.text + tail
         return Answer(middle, False, same_code(middle, task.canonical), tokens=len(g.tokens) if g else 0,
                       seconds=round(g.gen_s, 3) if g else 0.0, stop=g.stop_reason if g else "",
-                      skipped=c.skipped), middle
+                      skipped=c.skipped, token_ids=list(g.tokens) if g else [],
+                      margins=list(g.margins) if g else []), middle
 
     def _raw(self, task: Task) -> tuple[Answer, str]:
         prompt = build_prompt(self.engine, PromptParts(task.prompt, task.suffix, path=TASK_FILE),
@@ -205,6 +209,16 @@ class Tally:
                 "tok_s": round(self.tokens / self.seconds, 2) if self.seconds else 0}
 
 
+def divergence(plain: Answer, spec: Answer) -> dict:
+    """Where speculative decoding first wrote another token than plain decoding, and how close the target's
+    top two tokens were there (a near-tie lets the kernels of a verify batch and of one-token decoding part)."""
+    i = 0
+    while i < min(len(plain.token_ids), len(spec.token_ids)) and plain.token_ids[i] == spec.token_ids[i]:
+        i += 1
+    gaps = [m[i] for m in (plain.margins, spec.margins) if i < len(m)]
+    return {"token": i, "gap": round(min(gaps), 3) if gaps else None}
+
+
 def _pct(x: int, n: int) -> str:
     return f"{100 * x / n:5.1f} %" if n else "    -"
 
@@ -219,7 +233,7 @@ def run_eval(engine: Engine, args) -> dict:
     ev = Evaluator(engine, settings, Sandbox(args.timeout), args.max_tokens, variants)
     tallies = {v: Tally() for v in variants}
     results: list[TaskResult] = []
-    differ: list[str] = []   # tasks where speculative and plain decoding wrote different code
+    differ: list[dict] = []   # tasks where speculative and plain decoding wrote different code
     print(f"HumanEval: {len(tasks)} tasks from {data}; variants: {', '.join(variants)}; "
           f"sandbox: {ev.sandbox.isolation}, {args.timeout:g}s timeout", file=sys.stderr)
     pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-eval-run")   # tests run while the model writes
@@ -235,7 +249,7 @@ def run_eval(engine: Engine, args) -> dict:
             pending.append((ans, pool.submit(ev.sandbox.run, program(task, middle))))
         if "plain" in res.answers and "pipeline" in res.answers \
                 and res.answers["plain"].middle != res.answers["pipeline"].middle:
-            differ.append(task.task_id)
+            differ.append({"task_id": task.task_id, **divergence(res.answers["plain"], res.answers["pipeline"])})
         results.append(res)
         for ans, fut in pending:
             out = fut.result()
@@ -268,8 +282,12 @@ def _report(data, tasks, tallies, results, differ, ev: Evaluator, args, partial:
         "sandbox": ev.sandbox.isolation, "timeout_s": args.timeout,
         "summary": {v: t.row() for v, t in tallies.items()},
         "speculative_differs_from_plain": differ,
-        "results": [{"task_id": r.task_id, **{v: asdict(a) for v, a in r.answers.items()}} for r in results],
+        "results": [{"task_id": r.task_id, **{v: _public(a) for v, a in r.answers.items()}} for r in results],
     }
+
+
+def _public(a: Answer) -> dict:
+    return {k: v for k, v in asdict(a).items() if k not in ("token_ids", "margins")}
 
 
 def _write(path: str, report: dict) -> None:
@@ -289,5 +307,8 @@ def _print(report: dict) -> None:
     s = report["summary"]
     if "plain" in s and "pipeline" in s:
         d = report["speculative_differs_from_plain"]
-        print(f"speculative vs plain: {n - len(d)}/{n} completions identical"
-              + (f"; differ: {', '.join(d[:10])}{' ...' if len(d) > 10 else ''}" if d else ""))
+        print(f"speculative vs plain: {n - len(d)}/{n} completions identical; pass@1 "
+              f"{_pct(s['pipeline']['passed'], n).strip()} vs {_pct(s['plain']['passed'], n).strip()}")
+        for x in d:
+            print(f"  differs: {x['task_id']} from token {x['token']}, top-2 logit gap there "
+                  f"{x['gap'] if x['gap'] is not None else '?'}")

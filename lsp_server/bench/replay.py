@@ -164,13 +164,15 @@ class Replayer:
         self.c.requests += 1
         return fut, msg_id, time.perf_counter()
 
-    async def answer(self, pending: tuple[asyncio.Future, str, float], pause: float = 15.0) -> tuple[str, str] | None:
+    async def answer(self, pending: tuple[asyncio.Future, str, float], pause: float = 15.0,
+                     looks: bool = True) -> tuple[str, str] | None:
         """Wait for a request as a user waits for ghost text at a pause; (text, source) or None. A patient user
-        (the replay) waits for it; a hurried one (the soak, whose time is compressed) only for the longer of the
-        pause and its patience, then cancels it."""
+        (the replay) waits for it; a hurried one (the soak, whose time is compressed) waits only for the pause,
+        or for its patience where it `looks` for a suggestion (a line end, an accept), then cancels it."""
         fut, msg_id, sent = pending
+        wait = 15 if self.patience is None else max(pause, self.patience if looks else 0)
         try:
-            await asyncio.wait_for(asyncio.shield(fut), 15 if self.patience is None else max(pause, self.patience))
+            await asyncio.wait_for(asyncio.shield(fut), wait)
         except (asyncio.TimeoutError, JsonRpcException):
             pass
         if not fut.done():
@@ -255,7 +257,7 @@ class Replayer:
             pause = typist.pause_after(key) if done < len(typed) else 1.0 / self.speed
             if pause:
                 t0 = time.perf_counter()
-                got = await self.answer(pending, pause)
+                got = await self.answer(pending, pause, looks="\n" in key)
                 pending = None
                 if got is not None:
                     shown, source = got

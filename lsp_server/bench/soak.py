@@ -22,11 +22,12 @@ def _sample(t0: float, stats: dict, typing_s: float) -> dict:
     return {"wall_s": round(time.perf_counter() - t0, 1), "typing_min": round(typing_s / 60, 2),
             "rss_mib": mem["rss_mib"], "typing_cache": mem["typing_cache"]["entries"],
             "definition_index": mem["definition_index"]["documents"], "records": mem["records"]["entries"],
-            "jobs": mem["jobs"], "pending_requests": mem["pending_requests"], "documents": mem["documents"]}
+            "jobs": mem["jobs"], "pending_requests": mem["pending_requests"], "documents": mem["documents"],
+            "model_calls": stats["model"]["calls"], "model_peak": stats["model"]["peak_concurrent"]}
 
 
 async def soak(sessions: list[Session], server_cmd: list[str], minutes: float, speed: float,
-               patience: float = 0.8, options: dict | None = None, sample_s: float = 10.0, log=print) -> dict:
+               patience: float = 1.5, options: dict | None = None, sample_s: float = 10.0, log=print) -> dict:
     counts = Counts()
     samples: list[dict] = []
     limits: dict = {}
@@ -77,6 +78,8 @@ def soak_report(samples: list[dict], limits: dict, c: Counts, rounds: int, warm_
         "patience_s": patience, "non_empty_answers": c.answered - c.empty,
         "wall_seconds": round(seconds, 1), "rounds": rounds, "keystrokes": c.keystrokes, "requests": c.requests,
         "answered": c.answered, "accepted": c.accepted,
+        "model_calls": samples[-1]["model_calls"] if samples else 0,
+        "model_peak_concurrent": max((s["model_peak"] for s in samples), default=0),
         "rss_mib": {"first": rss[0] if rss else None, "warm": warm[0] if warm else None,
                     "max": max(rss, default=None), "last": rss[-1] if rss else None},
         "growth_after_warm_mib": round(warm[-1] - warm[0], 1) if warm else None,
@@ -91,8 +94,8 @@ def print_report(r: dict, out=sys.stdout) -> None:
     m = r["rss_mib"]
     print(f"\nsoak: {r['typing_minutes']:g} minutes of typing (x{r['speed']:g}) in {r['wall_seconds'] / 60:.1f} "
           f"minutes, {r['rounds']} rounds, {r['keystrokes']:,} keystrokes, {r['requests']:,} requests, "
-          f"{r['answered']:,} answered ({r['non_empty_answers']:,} with a suggestion), {r['accepted']} accepted",
-          file=out)
+          f"{r['answered']:,} answered ({r['non_empty_answers']:,} with a suggestion), {r['accepted']} accepted; "
+          f"{r['model_calls']:,} model calls, at most {r['model_peak_concurrent']} at a time", file=out)
     print(f"  resident memory: {m['first']} MiB at the first sample, {m['warm']} warm (after round 1), "
           f"max {m['max']}, last {m['last']}; growth after warm-up {r['growth_after_warm_mib']} MiB "
           f"(limit {r['growth_limit_mib']})", file=out)

@@ -179,8 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("soak", help="replay typing for a long time against one server and watch its memory")
     k.add_argument("--minutes", type=float, default=60, help="minutes of the users' own typing time (default 60)")
     k.add_argument("--speed", type=float, default=10, help="time compression of the typing (default 10)")
-    k.add_argument("--patience", type=float, default=0.8,
-                   help="seconds the typist waits for ghost text at a pause, at least (default 0.8)")
+    k.add_argument("--patience", type=float, default=1.5,
+                   help="seconds the typist waits for ghost text at a line end or an accept (default 1.5)")
     k.add_argument("--sample-s", type=float, default=10, help="seconds between memory samples (default 10)")
     k.add_argument("--sessions", help="a sessions.json (default: fixtures/replays/sessions.json)")
     k.add_argument("--options", help="initializationOptions for the server, as JSON")
