@@ -10,7 +10,7 @@ from typing import Callable
 from . import postprocess
 from .context import Document
 from .context.assemble import CursorContext, DefinitionIndex, gather
-from .context.trigger import Mode
+from .context.trigger import Mode, code_follows
 from .engine import Engine, Generation, GenerationRequest
 from .prompt import Prompt, PromptBudget, PromptParts, build_prompt
 
@@ -103,11 +103,11 @@ class Pipeline:
         multiline = ctx.mode.multiline
         max_tokens = req.max_tokens if multiline else req.max_tokens_single_line
         parts = PromptParts(ctx.prefix, ctx.suffix, path=req.document.path, files=ctx.files, outline=ctx.outline)
-        prompt = build_prompt(self.engine, parts, self.budget)
+        budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix))
+        prompt = build_prompt(self.engine, parts, budget)
         # a prompt that does not fit with what it may generate is built again, shorter (a long completion asked
         # of a small context); a prompt that cannot be made to fit is the engine's ContextFullError
         room = self.engine.cfg.n_ctx - max_tokens - self.engine.cfg.draft_max - 1
-        budget = self.budget
         while len(prompt.tokens) > room and budget.total > 64:
             budget = budget.within(int(budget.total * min(0.75, room / len(prompt.tokens))))
             prompt = build_prompt(self.engine, parts, budget)

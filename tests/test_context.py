@@ -104,3 +104,20 @@ def test_definition_index_is_bounded_and_follows_edits():
     assert len(index) == 2
     d = Document("/w/m2.py", "def changed():\n    pass\n")
     assert [x.name for x in index.definitions(d)] == ["changed"]
+
+
+def test_code_of_the_cursors_block_below_asks_for_the_longer_suffix():
+    from lsp_server.context.trigger import code_follows
+    from lsp_server.prompt import PromptBudget
+    # mid-body, the rest of the body below: it tells the completion which names it must define
+    assert code_follows("def f(xs):\n    total = 0\n    ", "\n    for x in xs:\n        total += x\n")
+    # at column 0 of an empty line inside a body (HumanEval's place)
+    assert code_follows("def f(n):\n", "\n    return 18 * n\n")
+    # the end of a block: the next definition below, or only closers
+    assert not code_follows("class A:\n    def f(self):\n        ", "\n\n    def g(self):\n        pass\n")
+    assert not code_follows("function f() {\n  ", "\n}\n")
+    assert not code_follows("x = 1\n", "")
+    b = PromptBudget(1024, 16, 512, suffix_in_block=64)
+    assert b.for_place(True).suffix_tokens == 64 and b.for_place(False) is b
+    assert PromptBudget(1024, 16, 512).for_place(True).suffix_tokens == 16
+    assert b.total == 1024 + 64 + 512 and b.within(800).suffix_in_block < 64

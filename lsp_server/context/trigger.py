@@ -47,3 +47,19 @@ def decide(prefix: str, suffix: str, language: str, tree: Tree | None | bool = F
     if not named:
         return Mode(True, True, "empty block")
     return Mode(True, False, "inside a block")
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
+
+
+def code_follows(prefix: str, suffix: str) -> bool:
+    """Whether code of the cursor's own block follows the cursor's line: the lines below then say what the
+    completion must fit (the names it must define, the indentation it must meet), and are worth more suffix.
+    At the end of a block (the next function below, closers) they say little."""
+    before = prefix.rsplit("\n", 1)[-1]
+    base = _indent(before) if before.strip() else len(before.expandtabs(4))
+    for line in suffix.split("\n")[1:]:
+        if line.strip():
+            return _indent(line) >= base and not set(line.strip()) <= set(")]};,")
+    return False

@@ -6,7 +6,7 @@ Stable parts come first so the KV cache survives keystrokes: a cursor move only 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Protocol
 
 # the left edge of the prefix moves in steps of this many lines, so typing does not shift it every line
@@ -24,10 +24,11 @@ class PromptBudget:
     prefix_tokens: int = 1536
     suffix_tokens: int = 256
     context_tokens: int = 1024
+    suffix_in_block: int = 0   # the suffix where code of the cursor's own block follows it (0: suffix_tokens)
 
     @property
     def total(self) -> int:
-        return self.prefix_tokens + self.suffix_tokens + self.context_tokens
+        return self.prefix_tokens + max(self.suffix_tokens, self.suffix_in_block) + self.context_tokens
 
     def within(self, room: int) -> "PromptBudget":
         """This budget, shrunk in proportion where it exceeds `room` tokens (keeping a little prefix)."""
@@ -35,7 +36,13 @@ class PromptBudget:
             return self
         f = max(0, room) / self.total
         return PromptBudget(max(16, int(self.prefix_tokens * f)), int(self.suffix_tokens * f),
-                            int(self.context_tokens * f))
+                            int(self.context_tokens * f), int(self.suffix_in_block * f))
+
+    def for_place(self, code_follows: bool) -> "PromptBudget":
+        """The budget for one request: the longer suffix where the code below belongs to the cursor's block."""
+        if code_follows and self.suffix_in_block > self.suffix_tokens:
+            return replace(self, suffix_tokens=self.suffix_in_block)
+        return self
 
 
 @dataclass

@@ -30,7 +30,7 @@ class Answer:
 
 def budget_of(s: Settings) -> PromptBudget:
     return PromptBudget(prefix_tokens=s.prefix_tokens, suffix_tokens=s.suffix_tokens,
-                        context_tokens=s.context_tokens)
+                        context_tokens=s.context_tokens, suffix_in_block=s.suffix_tokens_in_block)
 
 
 class CompletionService:

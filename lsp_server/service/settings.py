@@ -42,7 +42,8 @@ class Settings:
     early_answer_ms: int = 600        # after this much generation, answer with what is whole and go on
     # prompt budgets in tokens; the suffix is evaluated again on every keystroke, so it stays short
     prefix_tokens: int = 1024
-    suffix_tokens: int = 16           # evaluated again on every keystroke (see the README for what 64 costs)
+    suffix_tokens: int = 16           # evaluated again on every keystroke, so short...
+    suffix_tokens_in_block: int = 64  # ...except where code of the cursor's own block follows it
     context_tokens: int = 512
     # behaviour
     enabled: bool = True
@@ -91,8 +92,8 @@ class Settings:
         for name in ("context_size", "max_tokens", "max_tokens_single_line", "prefix_tokens"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"{name} must be positive")
-        if min(self.suffix_tokens, self.context_tokens) < 0:
-            raise SettingsError("suffixTokens and contextTokens cannot be negative")
+        if min(self.suffix_tokens, self.suffix_tokens_in_block, self.context_tokens) < 0:
+            raise SettingsError("suffixTokens, suffixTokensInBlock and contextTokens cannot be negative")
         # prompt budgets larger than the context are shrunk to fit it (the server says so when the models
         # load); the completion itself, its drafts and a minimal prompt must fit
         need = self.max_tokens + self.draft_max + MIN_PROMPT_TOKENS
