@@ -53,3 +53,9 @@ def test_a_single_line_that_opens_a_block_keeps_its_body():
     # a comment after the colon, and a brace language
     assert Around("", "\nreturn 1\n", "python", multiline=False).opens_block("if x:  # only once")
     assert Around("func f() {\n\t", "\n}\n", "go", multiline=False).opens_block("if x > 0 {")
+
+
+def test_an_opener_line_kept_alone_on_purpose_is_not_cut_for_its_missing_body():
+    # the server keys the next suggestion by the line as shown; an `if` line is shown alone, its body next
+    a = Around("def f(n):\n    x = n", "\n    return x\n", "python", multiline=False, with_body=False)
+    assert postprocess.run("\n    if x > 1:", a) == "\n    if x > 1:"

@@ -25,7 +25,7 @@ ORDER = ("single_line", "drop_unfinished_line", "trim_trailing_blank", "drop_rep
 
 
 def run(completion: str, around: Around) -> str:
-    if not around.multiline and around.opens_block(completion):
+    if not around.multiline and around.with_body and around.opens_block(completion):
         around = replace(around, multiline=True)   # the line opens a block: its body comes with it
     for name in ORDER:
         if not completion:

@@ -19,6 +19,7 @@ class Around:
     language: str = "text"
     multiline: bool = True
     truncated: bool = False   # the generation hit its token limit or time budget mid-way
+    with_body: bool = True    # a one-line completion that opens a block takes its body along (see opens_block)
 
     @property
     def line_before(self) -> str:

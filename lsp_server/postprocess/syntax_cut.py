@@ -3,7 +3,7 @@ length) that leaves the fewest syntax errors, the longest such cut; none when ev
 did not already have. Without a grammar, or for a completion cut short (unfinished by design: an open bracket
 there is no mistake): unchanged. Fewest, not merely no more than before: a text with an empty `if` body has
 an error already, and a completion that trades it for a bodiless `else:` must still lose that line."""
-from ..context.syntax import broken_count, parse
+from ..context.syntax import broken_count, error_count, parse
 from .around import Around
 
 MAX_CANDIDATES = 24
@@ -11,7 +11,11 @@ MAX_CANDIDATES = 24
 
 def _errors(around: Around, middle: str) -> int | None:
     tree = parse(around.prefix + middle + around.suffix, around.language)
-    return None if tree is None else broken_count(tree, around.language)
+    if tree is None:
+        return None
+    # a line shown alone on purpose (the opener of a block whose body comes as the next suggestion) is not
+    # judged for the body it does not have yet
+    return broken_count(tree, around.language) if around.with_body else error_count(tree.root_node)
 
 
 def apply(completion: str, around: Around) -> str:

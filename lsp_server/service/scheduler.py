@@ -285,8 +285,10 @@ class CompletionService:
         end = text.find("\n", body)
         if not plan.continues or body >= len(text) or end < 0:
             return
-        # key it by the line as it was shown (after post-processing), which is what an accept inserts
-        shown = await loop.run_in_executor(self.context_pool, pipeline.finish_text, plan.around, text[:end])
+        # key it by the line as it was shown (after post-processing), which is what an accept inserts; a line
+        # that opens a block is keyed alone too, its body then being the next line
+        shown = await loop.run_in_executor(self.context_pool, pipeline.finish_text,
+                                           replace(plan.around, with_body=False), text[:end])
         if not shown or not text.startswith(shown):
             return
         around = replace(plan.around, prefix=plan.prefix + shown, truncated=gen.stop_reason in ("length", "time"))
