@@ -11,6 +11,7 @@ import time
 import pytest
 
 from conftest import FIXTURES
+from lsp_helpers import blank_cursor
 from rawlsp import RawServer
 
 pytestmark = pytest.mark.models
@@ -39,9 +40,8 @@ def started(options: dict) -> RawServer:
 
 
 def complete_at_blank(s: RawServer, uri: str, text: str, timeout: float = 120) -> str:
-    lines = text.split("\n")
-    line = max(n for n, t in enumerate(lines) if t and not t.strip())
-    res = s.wait(s.inline(uri, line, len(lines[line])), timeout=timeout)
+    pos = blank_cursor(text)
+    res = s.wait(s.inline(uri, pos.line, pos.character), timeout=timeout)
     assert "result" in res, res
     items = res["result"]["items"]
     return items[0]["insertText"] if items else ""

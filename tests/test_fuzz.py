@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import FIXTURES
+from lsp_helpers import blank_cursor
 from rawlsp import RawServer
 
 pytestmark = pytest.mark.models
@@ -118,8 +119,7 @@ def test_every_request_is_answered_and_the_server_stays_up(server: RawServer, st
 
 
 def test_the_server_still_completes_after_the_fuzzing(server: RawServer):
-    lines = DOC.read_text().split("\n")
-    line = max(n for n, text in enumerate(lines) if text and not text.strip())
-    res = server.wait(server.inline(DOC.as_uri(), line, len(lines[line])), timeout=120)
+    pos = blank_cursor(DOC.read_text())
+    res = server.wait(server.inline(DOC.as_uri(), pos.line, pos.character), timeout=120)
     assert res["result"]["items"][0]["insertText"].strip(), res
     assert server.alive()

@@ -8,7 +8,7 @@ BRACE_LANGUAGES = {"typescript", "tsx", "javascript", "go", "rust", "java", "c",
                    "swift", "php", "scala", "dart"}
 
 
-def _indent(line: str) -> int:
+def indent(line: str) -> int:
     return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
 
 
@@ -45,5 +45,5 @@ class Around:
             return False   # the rest of the line stands right of the cursor: nothing follows it
         for nxt in self.suffix.split("\n")[1:]:
             if nxt.strip():
-                return _indent(nxt) <= _indent(line)
+                return indent(nxt) <= indent(line)
         return True

@@ -2,13 +2,10 @@
 the cursor's line, and, after it has gone deeper, before a blank line followed by a new statement at the
 cursor's own level (the next function, the next class). Closers at the cursor's level (`}`) end it too but
 are kept: they close what the completion opened."""
-from .around import Around
+from .around import Around, indent
 
 CLOSER_LINE = set(")]};, \t")
 
-
-def _indent(line: str) -> int:
-    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
 
 
 def apply(completion: str, around: Around) -> str:
@@ -17,14 +14,14 @@ def apply(completion: str, around: Around) -> str:
     lines = completion.split("\n")
     # the cursor's line as completed: at column 0 of an empty line the completion brings its own indentation
     line = around.line_before + lines[0]
-    base = _indent(line) if line.strip() else _indent(line + "x")
+    base = indent(line) if line.strip() else indent(line + "x")
     # the first line continues the cursor's line; its indentation is the cursor's
     deeper, blank_seen = False, False
     for i, line in enumerate(lines[1:], start=1):
         if not line.strip():
             blank_seen = True
             continue
-        ind = _indent(line)
+        ind = indent(line)
         if ind < base:
             return "\n".join(lines[:i])
         if ind == base and deeper and blank_seen and not set(line) <= CLOSER_LINE:
