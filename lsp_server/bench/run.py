@@ -88,9 +88,13 @@ def run_bench(engine: Engine, args) -> list[dict]:
         # the draft model too where it may be used, as the server's warm-up does while the user types
         engine.prewarm(prompt.tokens, draft=with_model)
         same = True
-        for _ in range(args.repeat):
-            base = engine.generate(_request(prompt, prefix, case, args.max_tokens, speculative=False))
-            spec = engine.generate(_request(prompt, prefix, case, args.max_tokens, speculative=True))
+        for rep in range(args.repeat):
+            # which of the two runs first alternates, so neither always gets the fresher caches
+            runs = {}
+            for speculative in ((False, True) if (n + rep) % 2 else (True, False)):
+                runs[speculative] = engine.generate(_request(prompt, prefix, case, args.max_tokens,
+                                                             speculative=speculative))
+            base, spec = runs[False], runs[True]
             r.base.add(base)
             r.spec.add(spec)
             for k, c in spec.drafters.items():

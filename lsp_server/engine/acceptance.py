@@ -40,6 +40,7 @@ class AcceptanceStats:
     def __init__(self, path: Path | None = None):
         self.path = path
         self.rates: dict[str, Rate] = {}
+        self.version = 0         # bumped by every record: estimates derived from the rates are stale after it
         self._lock = threading.Lock()
         if path and path.exists():
             try:
@@ -72,6 +73,7 @@ class AcceptanceStats:
     def record(self, lang: str, drafter: str, buckets: list[str], n_accepted: int) -> None:
         """The first n_accepted of these drafted tokens were accepted; the next one (if any) was not."""
         with self._lock:
+            self.version += 1
             for i, bucket in enumerate(buckets[:n_accepted + 1], start=1):
                 for l in (lang, ALL):
                     r = self.rates.setdefault(self._key(l, drafter, bucket, i), Rate())

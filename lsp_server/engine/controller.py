@@ -13,6 +13,8 @@ from .drafters.base import Draft
 MARGIN = 0.10
 # the most a draft-model token could be worth: used to decide whether running the draft model can pay at all
 BEST_MODEL_ACCEPTANCE = 0.95
+# how many questions a drafter's ceiling answers before it is worked out again from the current costs
+CEILING_CALLS = 500
 
 
 @dataclass
@@ -29,6 +31,9 @@ class Controller:
                              f"(got {draft_min}, {draft_max})")
         self.costs, self.stats = costs, stats
         self.draft_min, self.draft_max = draft_min, draft_max
+        self._ceilings: dict[tuple, bool] = {}
+        self._ceilings_version: tuple = ()
+        self._ceiling_calls = 0
 
     def plain_rate(self) -> float:
         return 1.0 / self.costs.target(1)
@@ -56,6 +61,28 @@ class Controller:
         if best and rates[best] > plain * (1 + MARGIN):
             return Plan(best, rates[best], plain)
         return Plan(0, plain, plain)
+
+    def may_pay(self, lang: str, drafter: str, buckets: tuple[str, ...]) -> bool:
+        """Could any draft of this drafter be worth verifying now? Its best bucket at every position is an
+        upper bound on every plan for it; when even that loses, the drafter need not be asked at all (on a
+        CPU where a wider batch costs nearly as much as its tokens, asking would be pure overhead). Its
+        statistics only change when its drafts are verified, so the answer is kept until they do."""
+        if self.draft_max == 0:
+            return False
+        # the costs' shape drifts slowly with every step measured: look again now and then
+        version = (self.stats.version, id(self.costs), self._ceiling_calls // CEILING_CALLS)
+        self._ceiling_calls += 1
+        if self._ceilings_version != version:
+            self._ceilings, self._ceilings_version = {}, version
+        key = (lang, drafter, buckets)
+        if key not in self._ceilings:
+            every = buckets + tuple(b + "+" for b in buckets)   # "+": drafted where the target was sure
+            probs = [max(self.stats.estimate(lang, drafter, b, i) for b in every)
+                     for i in range(1, self.draft_max + 1)]
+            rates = self.rate_curve(probs)
+            best = max((rates[j] for j in self._allowed(len(probs))), default=0.0)
+            self._ceilings[key] = best > self.plain_rate() * (1 + MARGIN)
+        return self._ceilings[key]
 
     def model_best_rate(self) -> float:
         """The rate the draft model would reach if nearly all its tokens were accepted (0: no draft model)."""

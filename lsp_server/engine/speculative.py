@@ -135,11 +135,14 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
     counts: dict[str, DrafterCount] = {}
     record = req.record_margins
     speculate = req.speculative and controller.draft_max > 0
-    if speculate and ngram:
+    lang = req.language
+    # indexing a long prompt for lookups costs milliseconds: only for a drafter whose drafts can pay here
+    if not (speculate and ngram and controller.may_pay(lang, ngram.name, ngram.buckets)):
+        ngram = None
+    if ngram:
         ngram.start(req.tokens)
     fixed = req.fixed_model_draft if model_drafter is not None else 0
     use_model = speculate and model_drafter is not None and (fixed > 0 or controller.model_can_pay())
-    lang = req.language
 
     tok, last_gap = top2(target.logits(-1))
     margin = last_gap if record else None
@@ -155,7 +158,7 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         if req.time_budget_s is not None and time.perf_counter() - t_gen > req.time_budget_s:
             reason = "time"
             break
-        if speculate and ngram:
+        if ngram:
             ngram.extend([tok])
 
         draft, n = (_choose_draft(controller, req, out, last_gap, ngram, template,
@@ -210,6 +213,8 @@ def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, 
     lang = req.language
     best: tuple[Draft | None, int] = (None, 0)
     best_rate = controller.plain_rate()
+    if template and not controller.may_pay(lang, template.name, template.buckets):
+        template = None
     for cand in (ngram.propose(max_len) if ngram else None,
                  template.propose(req.left_text + out.text, max_len) if template else None):
         if cand and last_gap >= CONFIDENT:

@@ -11,6 +11,7 @@ class NgramDrafter:
 
     def __init__(self, min_n: int = 2, max_n: int = 8):
         self.min_n, self.max_n = min_n, max_n
+        self.buckets = ("run",) + tuple(f"n{n}" for n in range(min_n, max_n + 1))   # where its drafts count
         self.ctx: list[int] = []
         self._last = (-1, -1)   # (context length, source position) of the last proposal
         # index[n][ngram] = position of the ngram's last token, for n-grams ending before the last token

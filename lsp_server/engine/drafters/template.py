@@ -150,6 +150,7 @@ def next_item(lines: list[str], old: str, new: str) -> str | None:
 
 class TemplateDrafter:
     name = "template"
+    buckets = ("t-sub", "t-same", "t-next")   # where its drafts count
 
     def __init__(self, tokenize: Callable[[str], list[int]]):
         self.tokenize = tokenize
