@@ -45,6 +45,17 @@ def test_mode_single_line_between_statements_of_a_block():
     assert m.complete and not m.multiline, m
 
 
+def test_mode_single_line_after_a_block_opener_whose_body_is_already_below():
+    # a new first line of a loop that already has a body (HumanEval/39/L11, 140/L4: the line written alone
+    # was right, with a body of its own it was not)
+    m = decide("def f(xs):\n    for x in xs:\n", "\n        print(x)\n    return xs\n", "python")
+    assert m.complete and not m.multiline, m
+    m = decide("func f(xs []int) {\n\tfor _, x := range xs {\n\t\t", "\n\t\tprint(x)\n\t}\n}\n", "go")
+    assert m.complete and not m.multiline, m
+    # the body below is shallower or missing: still the block's whole body
+    assert decide("def f(xs):\n    for x in xs:\n", "\n    return xs\n", "python").multiline
+
+
 def test_mode_multi_line_at_top_level():
     assert decide("import os\n\n", "", "python").multiline
 

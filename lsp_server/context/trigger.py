@@ -30,7 +30,10 @@ def decide(prefix: str, suffix: str, language: str, tree: Tree | None | bool = F
     if line_before.strip():
         return Mode(True, False, "mid-statement")
     above = next((l for l in reversed(prefix.split("\n")[:-1]) if l.strip()), "")
-    if above.rstrip().endswith(OPENERS):
+    below = next((l for l in suffix.split("\n")[1:] if l.strip()), "")
+    # a block opener right above an empty line asks for its body, unless the body is already below: then
+    # the cursor's line is one more line of that body (or an opener for the deeper lines below it)
+    if above.rstrip().endswith(OPENERS) and not _indent(below) > _indent(above):
         return Mode(True, True, "after a block opener")
     if tree is False:
         tree = parse(prefix + suffix, language)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .around import Around
-from . import (drop_closer_overlap, drop_repetition, drop_suffix_repeat, drop_unfinished_line, single_line,
-               stay_in_block, syntax_cut, trim_trailing_blank)
+from . import (drop_closer_overlap, drop_repetition, drop_suffix_repeat, drop_unfinished_line, fit_indent,
+               single_line, stay_in_block, syntax_cut, trim_trailing_blank)
 
 FILTERS = {
     "single_line": single_line.apply,
+    "fit_indent": fit_indent.apply,
     "drop_unfinished_line": drop_unfinished_line.apply,
     "trim_trailing_blank": trim_trailing_blank.apply,
     "drop_repetition": drop_repetition.apply,
@@ -20,7 +21,7 @@ FILTERS = {
     "syntax_cut": syntax_cut.apply,
 }
 # trimming again last: a cut may leave trailing blank lines behind
-ORDER = ("single_line", "drop_unfinished_line", "trim_trailing_blank", "drop_repetition", "stay_in_block", "drop_suffix_repeat",
+ORDER = ("single_line", "fit_indent", "drop_unfinished_line", "trim_trailing_blank", "drop_repetition", "stay_in_block", "drop_suffix_repeat",
          "drop_closer_overlap", "syntax_cut", "trim_trailing_blank")
 
 

@@ -1,0 +1,113 @@
+"""Python: a completion that starts a line takes an indentation its neighbours allow.
+
+A line deeper than the plain statement above it, or a simple statement left of a deeper line below it, is an
+IndentationError whatever it says; the first line of a block's body at or left of its opener is one too. Such
+a completion moves, all its lines by the same amount, to the level the code around it leaves: the opener's
+body as the suffix shows it, else the statement above's. Anything the neighbours do not force is left alone.
+"""
+from .around import Around, indent
+
+
+def _code(line: str) -> str:
+    return line.split("#", 1)[0].rstrip()
+
+
+def _statements(text: str) -> tuple[list[str], bool]:
+    """The statements of text, each from the line it starts on (not inside a bracket or a string, so its
+    indentation counts) to the next one, and whether text ends inside a bracket or a string (the cursor's
+    line is then no statement)."""
+    depth, quote, i, starts = 0, "", 0, [0]
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if text.startswith(quote, i):
+                i += len(quote)
+                quote = ""
+                continue
+            if ch == "\n" and len(quote) == 1:
+                quote = ""   # an unterminated one-line string: broken code, not our concern here
+        elif ch == "#":
+            nl = text.find("\n", i)
+            i = len(text) if nl < 0 else nl
+            continue
+        elif ch in "\"'":
+            quote = ch * 3 if text.startswith(ch * 3, i) else ch
+            i += len(quote)
+            continue
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch == "\n" and depth == 0 and text[i - 1:i] != "\\":
+            starts.append(i + 1)
+        i += 1
+    ends = starts[1:] + [len(text)]
+    return [text[a:b].rstrip("\n") for a, b in zip(starts, ends)], \
+        depth > 0 or bool(quote) or text.rstrip().endswith("\\")
+
+
+def _recent(prefix: str, chars: int = 6000) -> str:
+    """The prefix from the last top-level line within reach: where bracket and string state start afresh."""
+    if len(prefix) <= chars:
+        return prefix
+    tail = prefix[-chars:]
+    i = tail.find("\n")
+    while i >= 0:
+        if tail[i + 1:i + 2].strip():
+            return tail[i + 1:]
+        i = tail.find("\n", i + 1)
+    return prefix
+
+
+def _target(statements: list[str], around: Around, first: str) -> int | None:
+    code = [st for st in statements if st.strip() and not st.lstrip().startswith("#")]
+    if not code:
+        return None
+    # indentation from the statement's first line, whether it opens a block from its last (`follows:` in
+    # the first line of a docstring opens nothing)
+    prev, prev_end = code[-1], code[-1].rstrip().rsplit("\n", 1)[-1]
+    nxt = next((l for l in around.suffix.split("\n")[1:] if l.strip() and not l.lstrip().startswith("#")), None)
+    p, c = indent(prev), indent(first)
+    n = indent(nxt) if nxt is not None else None
+    if _code(prev_end).endswith(":"):
+        # the body's first line: one level in, where the suffix's body lines stand
+        return n if c <= p and n is not None and n > p else None
+    if c > p:
+        return p
+    if c < p and n is not None and n > c and not _code(first).endswith(":") and n <= p:
+        return n
+    return None
+
+
+def apply(completion: str, around: Around) -> str:
+    if around.language != "python" or around.line_before.strip() or around.line_after.strip():
+        return completion
+    lines = completion.split("\n")
+    first = around.line_before + lines[0]
+    if not first.strip():
+        return completion
+    statements, open_at_end = _statements(_recent(around.prefix))
+    if open_at_end:
+        return completion
+    neighbours = around.prefix.rsplit("\n", 3)[-3:] + around.suffix.split("\n", 3)[:3]
+    if any(l[:len(l) - len(l.lstrip())].count("\t") for l in neighbours + lines):
+        return completion   # tabs: which width the file means is not ours to guess
+    # the cursor's own line is the last one: it is not the line above
+    t = _target(statements[:-1], around, first)
+    if t is None or t == indent(first):
+        return completion
+    delta = t - indent(first)
+    out = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            out.append(line)
+        elif delta > 0:
+            out.append(" " * delta + line)
+        elif len(line) - len(line.lstrip(" ")) >= -delta:
+            out.append(line[-delta:])
+        else:
+            return completion   # the cursor's own indentation would have to go: not an insertion
+    return "\n".join(out)
