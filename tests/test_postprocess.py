@@ -59,11 +59,3 @@ def test_an_opener_line_kept_alone_on_purpose_is_not_cut_for_its_missing_body():
     # the server keys the next suggestion by the line as shown; an `if` line is shown alone, its body next
     a = Around("def f(n):\n    x = n", "\n    return x\n", "python", multiline=False, with_body=False)
     assert postprocess.run("\n    if x > 1:", a) == "\n    if x > 1:"
-
-
-def test_a_single_line_that_opens_a_block_ends_with_that_block():
-    a = Around("func (s *Store) Get(key string) (int, error) {\n\tif _, ok := s.items[key]; !", "\n}\n", "go", False)
-    assert postprocess.run("ok {\n\t\treturn 0, ErrNotFound\n\t}\n\ts.mu.RLock()", a) == \
-        "ok {\n\t\treturn 0, ErrNotFound\n\t}"
-    p = Around("def f(quantity):\n    if quantity > ", "\n", "python", False)
-    assert postprocess.run("0:\n        return 1\n    return 0", p) == "0:\n        return 1"

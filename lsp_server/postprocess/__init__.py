@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .around import Around, indent
+from .around import Around
 from . import (drop_closer_overlap, drop_repetition, drop_suffix_repeat, drop_unfinished_line, fit_indent,
                single_line, stay_in_block, syntax_cut, trim_trailing_blank)
 
@@ -26,26 +26,12 @@ ORDER = ("single_line", "fit_indent", "drop_unfinished_line", "trim_trailing_bla
 
 
 def run(completion: str, around: Around) -> str:
-    body_only = False
     if not around.multiline and around.with_body and around.opens_block(completion):
         around = replace(around, multiline=True)   # the line opens a block: its body comes with it
-        body_only = True
     for name in ORDER:
         if not completion:
             break
         completion = FILTERS[name](completion, around)
-    return _the_opened_block(completion, around) if body_only else completion
-
-
-def _the_opened_block(completion: str, around: Around) -> str:
-    """One line was asked for and its block came along: the block ends where it closes, with its closer,
-    and nothing after it (the code that followed in the model's text is the user's next line, not this one)."""
-    lines = completion.split("\n")
-    base = indent(around.line_before + lines[0])
-    for i, line in enumerate(lines[1:], start=1):
-        if line.strip() and indent(line) <= base:
-            closer = line.strip().startswith(("}", ")", "]"))
-            return "\n".join(lines[:i + 1] if closer else lines[:i])
     return completion
 
 
