@@ -8,6 +8,11 @@ BRACE_LANGUAGES = {"typescript", "tsx", "javascript", "go", "rust", "java", "c",
                    "swift", "php", "scala", "dart"}
 
 
+def python_code(line: str) -> str:
+    """A Python line without its comment (a `#` inside a string is taken for one too: good enough here)."""
+    return line.split("#", 1)[0].rstrip()
+
+
 def indent(line: str) -> int:
     return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
 
@@ -36,7 +41,7 @@ class Around:
         body = len(middle) - len(middle.lstrip("\n"))
         first = middle[body:].split("\n", 1)[0]
         line = first if body else self.line_before + first
-        code = line.split("#", 1)[0].rstrip() if self.language == "python" else line.rstrip()
+        code = python_code(line) if self.language == "python" else line.rstrip()
         if not (code.endswith(":") if self.language == "python" else
                 self.language in BRACE_LANGUAGES and code.endswith("{")):
             return False

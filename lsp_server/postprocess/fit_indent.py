@@ -5,11 +5,7 @@ IndentationError whatever it says; the first line of a block's body at or left o
 a completion moves, all its lines by the same amount, to the level the code around it leaves: the opener's
 body as the suffix shows it, else the statement above's. Anything the neighbours do not force is left alone.
 """
-from .around import Around, indent
-
-
-def _code(line: str) -> str:
-    return line.split("#", 1)[0].rstrip()
+from .around import Around, indent, python_code as _code
 
 
 def _statements(text: str) -> tuple[list[str], bool]:
@@ -101,7 +97,7 @@ def apply(completion: str, around: Around) -> str:
         return completion
     delta = t - indent(first)
     out = []
-    for i, line in enumerate(lines):
+    for line in lines:
         if not line.strip():
             out.append(line)
         elif delta > 0:
