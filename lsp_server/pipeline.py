@@ -133,7 +133,7 @@ class Pipeline:
             plan.prompt.tokens, max_tokens=plan.max_tokens, stop=plan.stop, language=req.document.language,
             speculative=req.speculative, time_budget_s=req.time_budget_s, record_margins=req.record_margins,
             left_text=plan.prefix, on_text=on_text, on_prompt=on_prompt,
-            single_line=not plan.mode.multiline and not plan.continues, goes_on=plan.around.opens_block), cancel)
+            single_line=not plan.mode.multiline and not plan.continues, goes_on=plan.around.goes_on), cancel)
 
     def finish(self, plan: Plan, gen: Generation) -> Completion:
         around = replace(plan.around, truncated=gen.stop_reason in ("length", "time"))

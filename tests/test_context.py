@@ -56,6 +56,15 @@ def test_mode_single_line_after_a_block_opener_whose_body_is_already_below():
     assert decide("def f(xs):\n    for x in xs:\n", "\n    return xs\n", "python").multiline
 
 
+def test_mode_single_line_where_the_missing_line_breaks_the_parse():
+    # HumanEval/1/L5: the `if` the cursor's line will hold is missing, so its `elif` below is an error node
+    # that hides the function's block; the cursor is still among the body's lines, not at top level
+    prefix = "def f(s):\n    depth = 0\n    for c in s:\n"
+    suffix = "\n            depth += 1\n        elif c == ')':\n            depth -= 1\n    return depth\n"
+    m = decide(prefix, suffix, "python")
+    assert m.complete and not m.multiline, m
+
+
 def test_mode_multi_line_at_top_level():
     assert decide("import os\n\n", "", "python").multiline
 

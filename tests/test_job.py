@@ -41,6 +41,13 @@ def test_a_finished_line_that_opens_a_block_waits_for_its_body():
     # the body is already below it: the line alone is the answer
     assert job("def f(n):\n", "\n        return 1\n", "    if n == 1:\n").take("", one_line=True) == \
         ("text", "    if n == 1:", None, False)
+    # a comment line first: the answer is the comment with the code line after it
+    assert job("def f(n):\n", "\n    return m\n", "    # the half\n    m = n").take("", one_line=True) == "wait"
+    assert job("def f(n):\n", "\n    return m\n", "    # the half\n    m = n // 2\n").take("", one_line=True) == \
+        ("text", "    # the half\n    m = n // 2", None, False)
+    # typed through the comment: the code line
+    assert job("def f(n):\n", "\n    return m\n", "    # the half\n    m = n // 2\n").take(
+        "    # the half\n", one_line=True) == ("text", "    m = n // 2", None, False)
 
 
 def test_a_line_still_being_written_waits_then_answers_early():

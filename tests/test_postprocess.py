@@ -59,3 +59,16 @@ def test_an_opener_line_kept_alone_on_purpose_is_not_cut_for_its_missing_body():
     # the server keys the next suggestion by the line as shown; an `if` line is shown alone, its body next
     a = Around("def f(n):\n    x = n", "\n    return x\n", "python", multiline=False, with_body=False)
     assert postprocess.run("\n    if x > 1:", a) == "\n    if x > 1:"
+
+
+def test_a_comment_line_goes_on_to_the_code_line_and_its_block():
+    a = Around("def f(n):\n", "\n    return 18 * n\n", "python", multiline=False)
+    assert a.goes_on("    # the base case")
+    assert not a.goes_on("    # the base case\n    m = 1")
+    # the code line after the comment opens a block with no body below: its body comes too
+    raw = "    # the base case\n    if n == 1:\n        return 1\n    return 18 * n"
+    assert a.opens_block(raw)
+    assert postprocess.run(raw, a) == "    # the base case\n    if n == 1:\n        return 1"
+    assert a.line_end(raw) == -1 and Around("def f(n):\n", "\n    return 18 * n\n", "python", False,
+                                            with_body=False).line_end(raw) == raw.index(":\n") + 1
+

@@ -12,6 +12,7 @@ CLOSERS = set(")]}>\"'`;,: \t")
 OPENERS = (":", "{", "(", "[", "=>", "->")
 TOP_LEVEL = {"module", "program", "source_file", "translation_unit", "compilation_unit"}
 BLOCKS = ("block", "body", "compound_statement", "declaration_list")
+DEFINITIONS = {"function_definition", "class_definition", "decorated_definition"}
 
 
 @dataclass
@@ -42,10 +43,15 @@ def decide(prefix: str, suffix: str, language: str, tree: Tree | None | bool = F
     row = prefix.count("\n")
     col = len(line_before.encode("utf-8"))
     node = tree.root_node.descendant_for_point_range((row, col), (row, col))
-    while node is not None and not (node.type in TOP_LEVEL or any(b in node.type for b in BLOCKS)):
+    while node is not None and not (node.type in TOP_LEVEL or node.type in DEFINITIONS
+                                    or any(b in node.type for b in BLOCKS)):
         node = node.parent
     if node is None or node.type in TOP_LEVEL:
         return Mode(True, True, "new top-level definition")
+    if node.type in DEFINITIONS:
+        # reached without passing its block: the code being written broke the parse (an `elif` whose `if` is
+        # the missing line), and the error node hides the block; the cursor is still among the body's lines
+        return Mode(True, False, "inside a definition")
     named = [c for c in node.named_children if c.type != "comment"]
     if not named:
         return Mode(True, True, "empty block")

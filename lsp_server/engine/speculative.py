@@ -27,8 +27,8 @@ class GenerationRequest:
     on_text: Callable[[str, int], None] | None = None   # (text so far, tokens so far) after each verify step
     on_prompt: Callable[[int, int, float], None] | None = None   # (prompt tokens, reused, seconds) after prefill
     single_line: bool = False      # stop at the end of the first line that has text (leading newlines pass)
-    # with single_line: given the text up to that first line's end, True lets the generation go on (the line
-    # opens a block whose body must follow)
+    # with single_line: given the text up to a line's end, True lets the generation go on past that line (it
+    # is a comment before the code line, or the line opens a block whose body must follow)
     goes_on: Callable[[str], bool] | None = None
 
 
@@ -94,8 +94,10 @@ class _Output:
                 return "stop"
         if self.req.single_line:
             body = len(self.text) - len(self.text.lstrip())
-            cut = self.text.find("\n", body)
-            if body < len(self.text) and cut >= 0 and not (self.req.goes_on and self.req.goes_on(self.text[:cut])):
+            cut = self.text.find("\n", body) if body < len(self.text) else -1
+            while cut >= 0 and self.req.goes_on and self.req.goes_on(self.text[:cut]):
+                cut = self.text.find("\n", cut + 1)
+            if cut >= 0:
                 self.text = self.text[:cut]
                 return "stop"
         if len(self.tokens) >= self.req.max_tokens:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 # how a line that opens a block ends, per language (a Python line may end in a comment after the colon)
 BRACE_LANGUAGES = {"typescript", "tsx", "javascript", "go", "rust", "java", "c", "cpp", "c_sharp", "kotlin",
                    "swift", "php", "scala", "dart"}
+LINE_COMMENT = {"python": "#", **{lang: "//" for lang in BRACE_LANGUAGES}}
 
 
 def python_code(line: str) -> str:
@@ -34,21 +35,56 @@ class Around:
     def line_after(self) -> str:
         return self.suffix.split("\n", 1)[0]
 
+    def comment_only(self, line: str) -> bool:
+        mark = LINE_COMMENT.get(self.language)
+        return bool(mark) and line.lstrip().startswith(mark)
+
+    def code_start(self, middle: str) -> int:
+        """Where the first line of `middle` with code begins: after blank lines and whole comment-only lines
+        (a model often says what it will write before it writes it)."""
+        pos = 0
+        while (nl := middle.find("\n", pos)) >= 0:
+            line = self.line_before + middle[:nl] if pos == 0 and nl > 0 else middle[pos:nl]
+            if line.strip() and not self.comment_only(line):
+                break
+            pos = nl + 1
+        return pos
+
     def opens_block(self, middle: str) -> bool:
-        """Whether the cursor's line, finished by the first line of `middle`, opens a block whose body the
-        suffix does not hold: a one-line completion then goes on into the body (`if n == 1:` alone is broken
-        code)."""
-        body = len(middle) - len(middle.lstrip("\n"))
-        first = middle[body:].split("\n", 1)[0]
-        line = first if body else self.line_before + first
+        """Whether the cursor's line, finished by the first line of `middle` with code, opens a block whose
+        body the suffix does not hold: a one-line completion then goes on into the body (`if n == 1:` alone is
+        broken code)."""
+        start = self.code_start(middle)
+        first = middle[start:].split("\n", 1)[0]
+        line = first if start else self.line_before + first
         code = python_code(line) if self.language == "python" else line.rstrip()
         if not (code.endswith(":") if self.language == "python" else
                 self.language in BRACE_LANGUAGES and code.endswith("{")):
             return False
-        after = self.line_after if body == 0 else ""
-        if after.strip():
+        if not start and self.line_after.strip():
             return False   # the rest of the line stands right of the cursor: nothing follows it
         for nxt in self.suffix.split("\n")[1:]:
             if nxt.strip():
                 return indent(nxt) <= indent(line)
         return True
+
+    def goes_on(self, middle: str) -> bool:
+        """For a one-line completion whose text so far, `middle`, ends at a line end: whether it goes on past
+        that line. It does while it has only blank and comment lines (its code line is still to come), and
+        through the body of a code line that opens a block (see opens_block)."""
+        if self.code_start(middle + "\n") > len(middle):
+            return True
+        return self.with_body and self.opens_block(middle)
+
+    def line_end(self, middle: str, start: int = 0) -> int:
+        """Where in `middle` a one-line completion ends (its first code line's end, with the body of a block
+        that line opens), looking past `start` (what the user has typed of it already); -1 when `middle` does
+        not reach that end."""
+        rest = middle[start:]
+        body = len(rest) - len(rest.lstrip())
+        if body >= len(rest):
+            return -1
+        end = middle.find("\n", start + body)
+        while end >= 0 and self.goes_on(middle[:end]):
+            end = middle.find("\n", end + 1)
+        return end

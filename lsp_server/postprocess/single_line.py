@@ -1,13 +1,15 @@
 """Mid-statement the editor wants one line: the rest of the cursor's line, or, when the model ends that line
-at once, the next line (with the line break)."""
+at once, the next line (with the line break). Comment lines before that line come along with it: the model
+said what it would write, and the line it then writes is the answer."""
+from dataclasses import replace
+
 from .around import Around
 
 
 def apply(completion: str, around: Around) -> str:
     if around.multiline:
         return completion
-    lines = completion.split("\n")
-    for i, line in enumerate(lines):
-        if line.strip():
-            return "\n".join(lines[:i + 1])
-    return ""
+    end = replace(around, with_body=False).line_end(completion)
+    if end >= 0:
+        return completion[:end]
+    return completion if completion.strip() else ""

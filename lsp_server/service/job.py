@@ -60,11 +60,9 @@ class Job:
         if not (part.startswith(typed) or typed.startswith(part)):
             return "diverged"
         if one_line and len(part) > len(typed):
-            rest = part[len(typed):]
-            body = len(rest) - len(rest.lstrip())
-            end = rest.find("\n", body)
-            if body < len(rest) and end >= 0 and not self.plan.around.opens_block(part[:len(typed) + end]):
-                return "text", rest[:end], None, False   # its line is finished: answer now, let it go on
+            end = self.plan.around.line_end(part, len(typed))
+            if end >= 0:
+                return "text", part[len(typed):end], None, False   # its line is finished: answer now, let it go on
         if (early_s is not None and self.gen_started_at is not None and len(part) > len(typed)
                 and time.perf_counter() - self.gen_started_at >= early_s):
             rest = part[len(typed):]

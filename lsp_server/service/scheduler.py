@@ -281,14 +281,13 @@ class CompletionService:
         full = replace(plan.around, truncated=gen.stop_reason in ("length", "time"))
         whole = await loop.run_in_executor(self.context_pool, pipeline.finish_text, full, text)
         self.cache.store(job.uri, plan.prefix, plan.suffix, whole)
-        body = len(text) - len(text.lstrip())
-        end = text.find("\n", body)
-        if not plan.continues or body >= len(text) or end < 0:
-            return
         # key it by the line as it was shown (after post-processing), which is what an accept inserts; a line
         # that opens a block is keyed alone too, its body then being the next line
-        shown = await loop.run_in_executor(self.context_pool, pipeline.finish_text,
-                                           replace(plan.around, with_body=False), text[:end])
+        alone = replace(plan.around, with_body=False)
+        end = alone.line_end(text)
+        if not plan.continues or end < 0:
+            return
+        shown = await loop.run_in_executor(self.context_pool, pipeline.finish_text, alone, text[:end])
         if not shown or not text.startswith(shown):
             return
         around = replace(plan.around, prefix=plan.prefix + shown, truncated=gen.stop_reason in ("length", "time"))
