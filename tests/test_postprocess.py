@@ -19,7 +19,8 @@ def cases():
 
 def around(case) -> Around:
     return Around(case.get("prefix", ""), case.get("suffix", ""), case.get("language", "text"),
-                  case.get("multiline", True), case.get("truncated", False))
+                  case.get("multiline", True), case.get("truncated", False),
+                  block_of_line=case.get("block_of_line", False))
 
 
 def test_every_filter_has_golden_cases():
@@ -72,3 +73,16 @@ def test_a_comment_line_goes_on_to_the_code_line_and_its_block():
     assert a.line_end(raw) == -1 and Around("def f(n):\n", "\n    return 18 * n\n", "python", False,
                                             with_body=False).line_end(raw) == raw.index(":\n") + 1
 
+
+
+def test_a_one_line_answer_that_opens_a_block_ends_with_the_block():
+    # the generation stops at the block's end (line_end drives the engine's stop), and what the model wrote
+    # after the block is cut
+    a = Around("func f() {\n\t", "\n}\n", "go", multiline=False)
+    text = "if x > 0 {\n\t\ty()\n\t}\n\tz()\n"
+    assert a.line_end(text) == text.index("}") + 1
+    assert postprocess.run(text, a) == "if x > 0 {\n\t\ty()\n\t}"
+    # Python: the block is over at the first line back at its level, once that line is whole
+    p = Around("def f(n):\n", "\n    return 18 * n\n", "python", multiline=False)
+    assert p.goes_on("    if n == 1:\n        return 1") and not p.goes_on("    if n == 1:\n        return 1\n    x = 2")
+    assert p.goes_on("    if n == 1:\n        return 1\n    else:")

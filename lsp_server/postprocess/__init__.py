@@ -7,11 +7,12 @@ from dataclasses import replace
 
 from .around import Around
 from . import (drop_closer_overlap, drop_repetition, drop_suffix_repeat, drop_unfinished_line, fit_indent,
-               single_line, stay_in_block, syntax_cut, trim_trailing_blank)
+               keep_opened_block, single_line, stay_in_block, syntax_cut, trim_trailing_blank)
 
 FILTERS = {
     "single_line": single_line.apply,
     "fit_indent": fit_indent.apply,
+    "keep_opened_block": keep_opened_block.apply,
     "drop_unfinished_line": drop_unfinished_line.apply,
     "trim_trailing_blank": trim_trailing_blank.apply,
     "drop_repetition": drop_repetition.apply,
@@ -21,13 +22,14 @@ FILTERS = {
     "syntax_cut": syntax_cut.apply,
 }
 # trimming again last: a cut may leave trailing blank lines behind
-ORDER = ("single_line", "fit_indent", "drop_unfinished_line", "trim_trailing_blank", "drop_repetition", "stay_in_block", "drop_suffix_repeat",
-         "drop_closer_overlap", "syntax_cut", "trim_trailing_blank")
+ORDER = ("single_line", "fit_indent", "keep_opened_block", "drop_unfinished_line", "trim_trailing_blank",
+         "drop_repetition", "stay_in_block", "drop_suffix_repeat", "drop_closer_overlap", "syntax_cut",
+         "trim_trailing_blank")
 
 
 def run(completion: str, around: Around) -> str:
     if not around.multiline and around.with_body and around.opens_block(completion):
-        around = replace(around, multiline=True)   # the line opens a block: its body comes with it
+        around = replace(around, multiline=True, block_of_line=True)   # the line opens a block: its body comes too
     for name in ORDER:
         if not completion:
             break

@@ -1,11 +1,14 @@
 """What a filter knows of the place a completion goes."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # how a line that opens a block ends, per language (a Python line may end in a comment after the colon)
 BRACE_LANGUAGES = {"typescript", "tsx", "javascript", "go", "rust", "java", "c", "cpp", "c_sharp", "kotlin",
                    "swift", "php", "scala", "dart"}
+# Python lines that go on with the statement of the block above them, at its level
+CLAUSES = {"elif", "else", "except", "finally"}
 LINE_COMMENT = {"python": "#", **{lang: "//" for lang in BRACE_LANGUAGES}}
 
 
@@ -26,6 +29,7 @@ class Around:
     multiline: bool = True
     truncated: bool = False   # the generation hit its token limit or time budget mid-way
     with_body: bool = True    # a one-line completion that opens a block takes its body along (see opens_block)
+    block_of_line: bool = False   # one line was asked for, and it opened a block: the completion is that block
 
     @property
     def line_before(self) -> str:
@@ -68,13 +72,39 @@ class Around:
                 return indent(nxt) <= indent(line)
         return True
 
+    def block_end(self, middle: str) -> int:
+        """For a `middle` whose first code line opens a block: where that block ends, after its closer (brace
+        languages) or before the first line back at the opener's level that does not go on with its statement
+        (Python: elif, else, except, finally). Only whole lines (ended by a line break) count; -1 while
+        `middle` is still inside the block."""
+        start = self.code_start(middle)
+        nl = middle.find("\n", start)
+        if nl < 0:
+            return -1
+        base = indent(middle[start:nl] if start else self.line_before + middle[:nl])
+        pos = nl + 1
+        while (end := middle.find("\n", pos)) >= 0:
+            line = middle[pos:end].strip()
+            if line and indent(middle[pos:end]) <= base:
+                level = indent(middle[pos:end]) == base
+                if self.language == "python":
+                    if not (level and re.match(r"\w*", line).group() in CLAUSES):
+                        return pos - 1
+                elif line.startswith(("}", ")", "]")):
+                    if not (level and line.endswith("{")):   # `} else {` goes on
+                        return end
+                else:
+                    return pos - 1
+            pos = end + 1
+        return -1
+
     def goes_on(self, middle: str) -> bool:
         """For a one-line completion whose text so far, `middle`, ends at a line end: whether it goes on past
         that line. It does while it has only blank and comment lines (its code line is still to come), and
-        through the body of a code line that opens a block (see opens_block)."""
+        through the body of a code line that opens a block, to its end (see opens_block, block_end)."""
         if self.code_start(middle + "\n") > len(middle):
             return True
-        return self.with_body and self.opens_block(middle)
+        return self.with_body and self.opens_block(middle) and self.block_end(middle + "\n") < 0
 
     def line_end(self, middle: str, start: int = 0) -> int:
         """Where in `middle` a one-line completion ends (its first code line's end, with the body of a block

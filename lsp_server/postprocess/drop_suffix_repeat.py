@@ -4,7 +4,12 @@ from .around import Around
 
 
 def _norm(line: str) -> str:
-    return line.strip()
+    # a line of closers is told apart by its level: the `}` of an inner block is not the function's below
+    code = line.strip()
+    return line.rstrip().expandtabs(4) if set(code) <= CLOSERS else code
+
+
+CLOSERS = set(")]};,")
 
 
 def apply(completion: str, around: Around) -> str:
