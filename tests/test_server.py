@@ -64,9 +64,16 @@ async def test_inline_multi_and_single_line(client: LanguageClient, name, typed)
     line = await inline(client, uri, after)
     first, _, body = line.partition("\n")
     assert first.strip(), line
-    if not first.rstrip().endswith(("{", ":")):
+    if first.rstrip().endswith(("{", ":")):
+        # the line opens a block the suffix does not hold: its body comes along (the line alone would not
+        # compile), deeper than the cursor's line, and the answer ends with that block: its closer at the
+        # cursor's level in a brace language, and nothing the model wrote after it
+        body_lines = [l for l in body.split("\n") if l.strip()]
+        closer = [body_lines.pop()] if name != "inventory.py" and body_lines else []
+        assert body_lines and all(l.startswith(indent) and l[len(indent)] in " \t" for l in body_lines), line
+        assert all(c.startswith(indent) and c.strip() == "}" for c in closer), line
+    else:
         assert not body, line
-    # else the line opens a block the suffix does not hold, and its body comes along (README: post-processing)
     assert (await stats(client, records=True))["records"][-1]["multiline"] is False
     client.text_document_did_close(types.DidCloseTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
