@@ -59,6 +59,26 @@ def test_a_line_still_being_written_waits_then_answers_early():
     assert job_with("if x", started_s_ago=1.0).take("", one_line=True, early_s=0.6) == "wait"
 
 
+def test_a_line_that_opens_a_block_is_answered_early_only_with_a_finished_line_of_its_body():
+    async def make(partial):
+        j = Job("file:///x.py", SimpleNamespace(prefix="def f(n):\n    ", suffix="\n",
+                                                around=Around("def f(n):\n    ", "\n", "python", multiline=False)))
+        j.future = asyncio.get_running_loop().create_future()
+        j.set_partial(partial, 3)
+        j.gen_started_at = time.perf_counter() - 1.0
+        return j
+    # the line alone would not compile: no early answer until a body line is whole
+    assert asyncio.run(make("if n > limit:\n        raise ValueError(")).take(
+        "", one_line=True, early_s=0.6) == "wait"
+    assert asyncio.run(make("if n > limit:\n        raise ValueError(n)\n        ret")).take(
+        "", one_line=True, early_s=0.6) == ("text", "if n > limit:\n        raise ValueError(n)\n        ret", None, True)
+    # typed into the line: the same rule for the rest
+    assert asyncio.run(make("if n > limit:\n        raise ValueError(")).take(
+        "if n > ", one_line=True, early_s=0.6) == "wait"
+    # comment lines before the code line are not what an early answer shows
+    assert asyncio.run(make("# a comment long enough\n")).take("", one_line=True, early_s=0.6) == "wait"
+
+
 def test_a_block_is_answered_early_only_with_a_finished_line():
     assert job_with("total = 0\n    for it", started_s_ago=1.0).take("", one_line=False, early_s=0.6) == \
         ("text", "total = 0\n    for it", None, True)

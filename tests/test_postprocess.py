@@ -86,3 +86,17 @@ def test_a_one_line_answer_that_opens_a_block_ends_with_the_block():
     p = Around("def f(n):\n", "\n    return 18 * n\n", "python", multiline=False)
     assert p.goes_on("    if n == 1:\n        return 1") and not p.goes_on("    if n == 1:\n        return 1\n    x = 2")
     assert p.goes_on("    if n == 1:\n        return 1\n    else:")
+
+
+def test_a_cut_answer_whose_opened_block_is_over_keeps_the_block_whole():
+    # an early answer (taken for cut) past the block's end: the line being written after it goes, the block's
+    # last line stays (it is whole)
+    p = Around("class S:\n    def remove(self, sku, quantity):\n        if quantity > ", "\n", "python",
+               multiline=False, truncated=True)
+    text = ' self.items[sku].quantity:\n            raise ValueError("short")\n        self'
+    assert postprocess.run(text, p) == ' self.items[sku].quantity:\n            raise ValueError("short")'
+    g = Around("func f() {\n\t", "\n}\n", "go", multiline=False, truncated=True)
+    assert postprocess.run("if x > 0 {\n\t\ty()\n\t}\n\tz(", g) == "if x > 0 {\n\t\ty()\n\t}"
+    # the early answer taken at the body line's end
+    assert postprocess.run(' self.items[sku].quantity:\n            raise ValueError("short")\n', p) == \
+        ' self.items[sku].quantity:\n            raise ValueError("short")'

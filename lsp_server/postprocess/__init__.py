@@ -21,8 +21,9 @@ FILTERS = {
     "drop_closer_overlap": drop_closer_overlap.apply,
     "syntax_cut": syntax_cut.apply,
 }
-# trimming again last: a cut may leave trailing blank lines behind
-ORDER = ("single_line", "fit_indent", "keep_opened_block", "drop_unfinished_line", "trim_trailing_blank",
+# trimming again last: a cut may leave trailing blank lines behind; a cut line goes before keep_opened_block
+# cuts at a block's end (what that leaves is whole: dropping its last line then would drop a finished one)
+ORDER = ("single_line", "fit_indent", "drop_unfinished_line", "keep_opened_block", "trim_trailing_blank",
          "drop_repetition", "stay_in_block", "drop_suffix_repeat", "drop_closer_overlap", "syntax_cut",
          "trim_trailing_blank")
 

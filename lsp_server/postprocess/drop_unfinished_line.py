@@ -11,5 +11,7 @@ def apply(completion: str, around: Around) -> str:
     if not around.truncated:
         return completion
     if around.multiline and "\n" in completion.strip():
-        return completion.rstrip().rsplit("\n", 1)[0]
+        head, _, last = completion.rpartition("\n")
+        # cut right after a line break (maybe with the next line's indentation): every line is whole
+        return completion if not last.strip() else head
     return LAST_WORD.sub("", completion).rstrip()

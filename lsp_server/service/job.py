@@ -66,8 +66,13 @@ class Job:
         if (early_s is not None and self.gen_started_at is not None and len(part) > len(typed)
                 and time.perf_counter() - self.gen_started_at >= early_s):
             rest = part[len(typed):]
-            if one_line:   # the line being written (maybe after a line break): its whole words
-                whole = LAST_WORD.sub("", rest).rstrip()
+            if one_line:
+                start = self.plan.around.code_start(part)
+                code_end = part.find("\n", start)
+                if code_end < 0:   # the code line being written (comment lines before it do not count)
+                    whole = LAST_WORD.sub("", part[max(start, len(typed)):]).rstrip()
+                else:   # past it, the line opens a block (see Around.line_end): a finished line of its body
+                    whole = part[max(code_end, len(typed)):part.rfind("\n")].strip()
             else:          # a block: its finished lines
                 end = rest.rfind("\n")
                 whole = rest[:end].rstrip() if end > 0 else ""
