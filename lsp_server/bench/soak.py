@@ -23,6 +23,7 @@ def _sample(t0: float, stats: dict, typing_s: float) -> dict:
             "rss_mib": mem["rss_mib"], "typing_cache": mem["typing_cache"]["entries"],
             "definition_index": mem["definition_index"]["documents"], "records": mem["records"]["entries"],
             "jobs": mem["jobs"], "pending_requests": mem["pending_requests"], "documents": mem["documents"],
+            "handlers_in_flight": mem.get("handlers_in_flight"),
             "model_calls": stats["model"]["calls"], "model_peak": stats["model"]["peak_concurrent"]}
 
 

@@ -62,6 +62,18 @@ class TandemProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):
+        # pygls files the future of every handler it runs under its message id, but only a request's answer
+        # takes it out again: a notification's (one per keystroke, under a made-up id) stayed for good, about
+        # 1.5 KiB each. Take each out once it is done, whatever the handler was.
+        def done(future):
+            try:
+                callback(future)
+            finally:
+                if self._request_futures.get(msg_id) is future:
+                    self._request_futures.pop(msg_id, None)
+        super()._execute_handler(msg_id, handler, done, args, kwargs)
+
     def invalid_request(self, message, why: str) -> None:
         fields = message if isinstance(message, dict) else getattr(message, "__dict__", {})
         if "id" not in fields and "method" in fields:

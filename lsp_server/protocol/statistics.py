@@ -48,6 +48,8 @@ def register(server: TandemServer) -> None:
         except RuntimeError:   # asked before initialize: no workspace yet
             out["memory"]["documents"] = 0
         out["memory"]["rss_mib"], out["memory"]["peak_rss_mib"] = _rss_mib()
+        # handlers pygls is running (this request among them): requests and notifications in flight
+        out["memory"]["handlers_in_flight"] = len(ls.protocol._request_futures)
         if ls.service.pipeline is not None:
             eng = ls.service.pipeline.engine
             out["engine"] = {"target_evaluated": eng.target.counters.evaluated,
