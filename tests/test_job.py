@@ -9,10 +9,10 @@ from lsp_server.postprocess import Around
 from lsp_server.service.job import EARLY_MIN_CHARS, Job
 
 
-def job_with(partial: str, started_s_ago: float | None = None) -> Job:
+def job_with(partial: str, started_s_ago: float | None = None, prefix: str = "x = ", suffix: str = "\n") -> Job:
     async def make():
-        j = Job("file:///x.py", SimpleNamespace(prefix="x = ", suffix="\n",
-                                                around=Around("x = ", "\n", "python", multiline=False)))
+        j = Job("file:///x.py", SimpleNamespace(prefix=prefix, suffix=suffix,
+                                                around=Around(prefix, suffix, "python", multiline=False)))
         j.future = asyncio.get_running_loop().create_future()
         j.set_partial(partial, 3)
         if started_s_ago is not None:
@@ -29,13 +29,7 @@ def test_a_finished_line_is_answered_at_once():
 
 def test_a_finished_line_that_opens_a_block_waits_for_its_body():
     def job(prefix, suffix, partial):
-        async def make():
-            j = Job("file:///x.py", SimpleNamespace(prefix=prefix, suffix=suffix,
-                                                    around=Around(prefix, suffix, "python", multiline=False)))
-            j.future = asyncio.get_running_loop().create_future()
-            j.set_partial(partial, 3)
-            return j
-        return asyncio.run(make())
+        return job_with(partial, prefix=prefix, suffix=suffix)
     # `if n == 1:` with `return 18` below at the same level: the body must come with it
     assert job("def f(n):\n", "\n    return 18\n", "    if n == 1:\n        ret").take("", one_line=True) == "wait"
     # the body is already below it: the line alone is the answer
@@ -60,23 +54,18 @@ def test_a_line_still_being_written_waits_then_answers_early():
 
 
 def test_a_line_that_opens_a_block_is_answered_early_only_with_a_finished_line_of_its_body():
-    async def make(partial):
-        j = Job("file:///x.py", SimpleNamespace(prefix="def f(n):\n    ", suffix="\n",
-                                                around=Around("def f(n):\n    ", "\n", "python", multiline=False)))
-        j.future = asyncio.get_running_loop().create_future()
-        j.set_partial(partial, 3)
-        j.gen_started_at = time.perf_counter() - 1.0
-        return j
+    def make(partial):
+        return job_with(partial, started_s_ago=1.0, prefix="def f(n):\n    ")
     # the line alone would not compile: no early answer until a body line is whole
-    assert asyncio.run(make("if n > limit:\n        raise ValueError(")).take(
+    assert make("if n > limit:\n        raise ValueError(").take(
         "", one_line=True, early_s=0.6) == "wait"
-    assert asyncio.run(make("if n > limit:\n        raise ValueError(n)\n        ret")).take(
+    assert make("if n > limit:\n        raise ValueError(n)\n        ret").take(
         "", one_line=True, early_s=0.6) == ("text", "if n > limit:\n        raise ValueError(n)\n        ret", None, True)
     # typed into the line: the same rule for the rest
-    assert asyncio.run(make("if n > limit:\n        raise ValueError(")).take(
+    assert make("if n > limit:\n        raise ValueError(").take(
         "if n > ", one_line=True, early_s=0.6) == "wait"
     # comment lines before the code line are not what an early answer shows
-    assert asyncio.run(make("# a comment long enough\n")).take("", one_line=True, early_s=0.6) == "wait"
+    assert make("# a comment long enough\n").take("", one_line=True, early_s=0.6) == "wait"
 
 
 def test_a_block_is_answered_early_only_with_a_finished_line():
