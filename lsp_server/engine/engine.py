@@ -1,9 +1,11 @@
-"""The warm target/draft pair behind one lock, with the controller that decides how to use them."""
+"""The warm target/draft pair behind one lock, with the controller that decides how to use them, and the KV
+store that keeps earlier prompts' states for them."""
 from __future__ import annotations
 
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,10 +13,11 @@ import llama_cpp
 
 from . import registry
 from .acceptance import AcceptanceStats
-from .controller import Controller
+from .controller import BEST_MODEL_ACCEPTANCE, Controller
 from .costs import calibrate, calibration_key
 from .drafters import ModelDrafter, NgramDrafter, TemplateDrafter
 from .gguf import ModelFileError
+from .kvstore import KVStore
 from .llama import Cancelled, LlamaModel
 from .speculative import Generation, GenerationRequest, generate
 from .vocab import FimTokens, fim_tokens, incompatibility
@@ -34,9 +37,32 @@ class EngineConfig:
     drafters: tuple[str, ...] = ("ngram", "template", "model")
     stats_path: str | None = None         # None: in the cache folder; "" : do not persist
     calibration_path: str | None = None   # None: in the cache folder; "": measure every start
+    kv_store_mib: int = -1                # RAM for stored KV states; -1: what keeps the process near RSS_GOAL_MIB
+    # "auto": a draft model that cannot pay on this machine even at its best is unloaded after calibration
+    # (its memory goes to the KV store); "always": it stays (benchmarks that compare a fixed draft)
+    draft_resident: str = "auto"
+    cache_reuse: int = 0                  # >0: reuse cached runs of this many tokens at shifted positions
 
     def threads(self) -> int:
         return self.n_threads or os.cpu_count() or 1
+
+
+# the automatic KV store budget keeps the resident size of the process below this (the target is 2.5 GB), with
+# room for parsing, compute buffers and the Python heap
+RSS_GOAL_MIB = 2150
+STORE_MIN_MIB, STORE_MAX_MIB = 128, 1024
+# how often an unloaded draft model is considered again, in seconds
+DRAFT_RECHECK_S = 60.0
+
+
+def resident_mib() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def _state_path(configured: str | None, default_name: str) -> Path | None:
@@ -61,13 +87,21 @@ class Engine:
                       "running on the CPU (see README: GPU)")
         self.target = LlamaModel(target_path, n_ctx=cfg.n_ctx, n_threads=threads,
                                  n_gpu_layers=cfg.n_gpu_layers, name="target")
+        self.target.reuse_min = max(0, cfg.cache_reuse)
         self.fim: FimTokens | None = fim_tokens(self.target)
         if self.fim is None:
             self.warn(f"{target_path}: the vocabulary has no FIM tokens; completions use the prefix only")
 
+        unknown = set(cfg.drafters) - {"ngram", "template", "model"}
+        if unknown:
+            raise ValueError(f"unknown drafter(s) {', '.join(sorted(unknown))}: choose from ngram, template, model")
         self.draft: LlamaModel | None = None
-        if "model" in cfg.drafters and cfg.draft_path not in ("", "none"):
+        self.draft_decision = "no draft model configured" if cfg.draft_path in ("", "none") else \
+            "the model drafter is not among the drafters" if "model" not in cfg.drafters else ""
+        if not self.draft_decision:
             self.draft = self._load_draft(cfg, threads)
+            if self.draft is None:
+                self.draft_decision = "the draft model could not be loaded (see the warnings)"
 
         key = calibration_key(self.target, self.draft, threads, (cfg.n_gpu_layers, cfg.n_gpu_layers_draft))
         self.costs = calibrate(self.target, self.draft,
@@ -76,10 +110,109 @@ class Engine:
         self.controller = Controller(self.costs, self.stats, cfg.draft_min, cfg.draft_max)
         self.ngram = NgramDrafter() if "ngram" in cfg.drafters else None
         self.template = TemplateDrafter(self.target.tokenize) if "template" in cfg.drafters else None
+        self._draft_path = self.draft.path if self.draft is not None else None
+        self._draft_checked = 0.0
+        if self.draft is not None:
+            self.draft_decision = "resident: " + self._draft_reason()
+            if cfg.draft_resident == "auto" and not self.controller.model_can_pay():
+                self.draft_decision = "unloaded: " + self._draft_reason()
+                self.draft.close()
+                self.draft = None
         self.model_drafter = ModelDrafter(self.draft) if self.draft else None
-        unknown = set(cfg.drafters) - {"ngram", "template", "model"}
-        if unknown:
-            raise ValueError(f"unknown drafter(s) {', '.join(sorted(unknown))}: choose from ngram, template, model")
+
+        self.prompt_tok_s = self._initial_prompt_speed()
+        self.store_budget_mib = self._store_budget(cfg.kv_store_mib)
+        self._attach_stores()
+
+    # ---- the draft model's residency and the KV store -------------------------------------------------------
+
+    def _draft_reason(self) -> str:
+        c = self.costs
+        if c.draft_token_s is None:
+            return "its cost was not measured"
+        best = self.controller.model_best_rate() * c.target(1)
+        can = self.controller.model_can_pay()
+        return (f"a draft token costs {c.draft_token_s * 1e3:.0f} ms, one target token {c.target(1) * 1e3:.0f} ms "
+                f"and a batch of 4 {c.target(4) * 1e3:.0f} ms here, so even {BEST_MODEL_ACCEPTANCE:.0%} accepted "
+                f"drafts would decode at {best:.2f}x plain decoding: it "
+                + ("can pay, and is used where it does" if can else
+                   "cannot pay, and its memory is better spent on the KV store; it is loaded again when the "
+                   "measured costs say it could pay"))
+
+    def maybe_reload_draft(self) -> bool:
+        """Load an unloaded draft model again once the measured costs say it could pay (a GPU that became
+        free, a machine less loaded). Called on the model thread; checked once a minute at most."""
+        now = time.monotonic()
+        if self.draft is not None or self._draft_path is None or now - self._draft_checked < DRAFT_RECHECK_S:
+            return False
+        self._draft_checked = now
+        if not self.controller.model_can_pay():
+            return False
+        with self.lock:
+            draft = self._load_draft(self.cfg, self.cfg.threads(), self._draft_path)
+            if draft is None:
+                return False
+            self.draft, self.model_drafter = draft, ModelDrafter(draft)
+            self.draft_decision = "reloaded: " + self._draft_reason()
+            self._attach_stores()
+        self.log(f"draft model {self._draft_path} loaded again: the measured costs say it can pay now")
+        return True
+
+    def _initial_prompt_speed(self) -> float:
+        # a prompt chunk of 64 tokens runs at about the per-token rate of a 16-token batch, or a little better
+        return 16 / self.costs.target(16) if 16 in self.costs.batch_s else 50.0
+
+    def _store_budget(self, asked_mib: int) -> float:
+        if asked_mib >= 0:
+            return float(asked_mib)
+        rss = resident_mib()
+        return float(min(STORE_MAX_MIB, max(STORE_MIN_MIB, RSS_GOAL_MIB - rss))) if rss else STORE_MIN_MIB
+
+    def _attach_stores(self) -> None:
+        """One store for the target and, where the draft model is used, one for it too (its cache follows the
+        target's), the budget shared in proportion to what a token of each costs."""
+        models = [self.target]
+        if self.draft is not None and self.cfg.speculation and self.controller.model_can_pay():
+            models.append(self.draft)
+        elif self.draft is not None:
+            self.draft.store = None
+        per_token = {id(m): m.kv_bytes_per_token() for m in models}
+        total = sum(per_token.values()) or 1
+        limit = self.store_budget_mib * 2 ** 20
+        for m in models:
+            share = int(limit * per_token[id(m)] / total)
+            if m.store is None:
+                m.store = KVStore(share)
+            else:
+                m.store.resize(share)
+
+    def resize_store(self, asked_mib: int) -> None:
+        """A new budget for the KV store (a setting changed); the least recently used states go first."""
+        with self.lock:
+            self.store_budget_mib = self._store_budget(asked_mib) if asked_mib >= 0 else self.store_budget_mib
+            self._attach_stores()
+
+    def store_summary(self) -> dict:
+        out = {"budget_bytes": int(self.store_budget_mib * 2 ** 20),
+               "bytes": sum(m.store.nbytes for m in (self.target, self.draft) if m is not None and m.store),
+               "target": self.target.store.summary() if self.target.store else None,
+               "draft": self.draft.store.summary() if self.draft is not None and self.draft.store else None,
+               "prompt_tok_s": round(self.prompt_tok_s, 1)}
+        return out
+
+    def cached(self, tokens: list[int]) -> int:
+        """How many leading tokens of a prompt the target's live cache or its store would serve."""
+        return self.target.cached_prefix(tokens)
+
+    def prompt_seconds(self, tokens: int) -> float:
+        """What evaluating this many prompt tokens is expected to take, at the speed measured lately."""
+        return tokens / self.prompt_tok_s if self.prompt_tok_s > 0 else 0.0
+
+    def _observe_prompt(self, tokens: int, seconds: float) -> None:
+        # only real evaluations of some length; a single odd sample moves the estimate at most by half
+        if tokens >= 32 and seconds >= 0.1:
+            rate = min(max(tokens / seconds, self.prompt_tok_s / 2), self.prompt_tok_s * 2)
+            self.prompt_tok_s += 0.3 * (rate - self.prompt_tok_s)
 
     def file_changes(self) -> list[str]:
         """Model files that changed on disk since loading. The weights are in memory, so this engine goes on
@@ -95,8 +228,8 @@ class Engine:
         self.warnings.append(msg)
         self.log(f"warning: {msg}")
 
-    def _load_draft(self, cfg: EngineConfig, threads: int) -> LlamaModel | None:
-        path = cfg.draft_path or str(registry.default_path(registry.DEFAULT_DRAFT))
+    def _load_draft(self, cfg: EngineConfig, threads: int, path: str | None = None) -> LlamaModel | None:
+        path = path or cfg.draft_path or str(registry.default_path(registry.DEFAULT_DRAFT))
         try:
             registry.verify_model_file(path)
             draft = LlamaModel(path, n_ctx=cfg.n_ctx, n_threads=threads,
@@ -104,6 +237,7 @@ class Engine:
         except ModelFileError as e:
             self.warn(f"draft model unusable, running target-only: {e}")
             return None
+        draft.reuse_min = max(0, cfg.cache_reuse)
         why = incompatibility(self.target, draft)
         if why:
             draft.close()
@@ -118,21 +252,31 @@ class Engine:
         if not self.cfg.speculation:
             req.speculative = False
         with self.lock:
-            return generate(self.target, self.controller, req, cancel, self.ngram, self.model_drafter,
-                            self.template)
+            gen = generate(self.target, self.controller, req, cancel, self.ngram, self.model_drafter,
+                           self.template)
+        self._observe_prompt(gen.prompt_computed, gen.prompt_s)
+        self.maybe_reload_draft()
+        return gen
 
-    def prewarm(self, tokens: list[int], cancel: threading.Event | None = None, draft: bool = False) -> int:
-        """Evaluate a prompt ahead of its request, in the draft model too where it may be used (or `draft`).
-        Returns the target tokens evaluated; a cancel keeps what was evaluated before it."""
+    def prewarm(self, tokens: list[int], cancel: threading.Event | None = None, draft: bool = False,
+                keep: int = 0) -> int:
+        """Evaluate a prompt ahead of its request, in the draft model too where it may be used (or `draft`);
+        its first `keep` tokens go to the KV store when a later prompt overwrites them. Returns the target
+        tokens evaluated; a cancel keeps what was evaluated before it."""
         with self.lock:
-            before = self.target.common_prefix(tokens)
+            before = self.target.counters.evaluated
+            t0 = time.perf_counter()
             try:
-                self.target.prefill(tokens, cancel=cancel)
+                try:
+                    self.target.prefill(tokens, cancel=cancel, keep=keep)
+                finally:
+                    evaluated = self.target.counters.evaluated - before
+                    self._observe_prompt(evaluated, time.perf_counter() - t0)
                 if self.draft is not None and self.cfg.speculation and (draft or self.controller.model_can_pay()):
-                    self.draft.prefill(tokens, cancel=cancel)
+                    self.draft.prefill(tokens, cancel=cancel, keep=keep)
             except Cancelled:
                 pass
-            return self.target.common_prefix(tokens) - before
+            return evaluated
 
     def close(self) -> None:
         self.stats.save()

@@ -25,11 +25,13 @@ class GenerationRequest:
     fixed_model_draft: int = 0     # >0: always draft this many tokens with the draft model, like
                                    # llama.cpp's fixed --draft settings (a comparison, not the controller)
     on_text: Callable[[str, int], None] | None = None   # (text so far, tokens so far) after each verify step
-    on_prompt: Callable[[int, int, float], None] | None = None   # (prompt tokens, reused, seconds) after prefill
+    # (prompt tokens, reused, of those restored from the KV store, seconds) after prefill
+    on_prompt: Callable[[int, int, int, float], None] | None = None
     single_line: bool = False      # stop at the end of the first line that has text (leading newlines pass)
     # with single_line: given the text up to a line's end, True lets the generation go on past that line (it
     # is a comment before the code line, or the line opens a block whose body must follow)
     goes_on: Callable[[str], bool] | None = None
+    keep: int = 0                  # the prompt's first tokens worth a place in the KV store (a page's text)
 
 
 @dataclass
@@ -56,6 +58,8 @@ class Generation:
     drafters: dict[str, DrafterCount] = field(default_factory=dict)
     margins: list[float] = field(default_factory=list)
     near_ties: int = 0            # verify rows decided again by one-token decoding
+    prompt_restored: int = 0      # of the reused prompt tokens, those whose state came back from the KV store
+    prompt_computed: int = 0      # prompt tokens actually evaluated (a cancelled prefill stops part way)
 
     @property
     def tok_s(self) -> float:
@@ -125,14 +129,18 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         raise ContextFullError(f"prompt of {len(req.tokens)} tokens + {req.max_tokens} to generate "
                                f"does not fit the context of {target.n_ctx} tokens")
     t0 = time.perf_counter()
+    restored_before, evaluated_before = target.counters.restored, target.counters.evaluated
     try:
-        reused = target.prefill(req.tokens, cancel=cancel)
+        reused = target.prefill(req.tokens, cancel=cancel, keep=req.keep)
     except Cancelled:
         t = time.perf_counter() - t0
-        return Generation("", [], "cancelled", len(req.tokens), 0, t, 0.0, 0)
+        return Generation("", [], "cancelled", len(req.tokens), 0, t, 0.0, 0,
+                          prompt_computed=target.counters.evaluated - evaluated_before)
     t_gen = time.perf_counter()
+    restored = target.counters.restored - restored_before
+    computed = target.counters.evaluated - evaluated_before
     if req.on_prompt is not None:
-        req.on_prompt(len(req.tokens), reused, t_gen - t0)
+        req.on_prompt(len(req.tokens), reused, restored, t_gen - t0)
     out = _Output(target, req)
     counts: dict[str, DrafterCount] = {}
     record = req.record_margins
@@ -199,7 +207,8 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
     t_end = time.perf_counter()
     return Generation(text=out.text, tokens=out.tokens, stop_reason=reason, prompt_tokens=len(req.tokens),
                       prompt_reused=reused, prompt_s=t_gen - t0, gen_s=t_end - t_gen, steps=steps,
-                      drafters=counts, margins=out.margins, near_ties=near_ties)
+                      drafters=counts, margins=out.margins, near_ties=near_ties, prompt_restored=restored,
+                      prompt_computed=computed)
 
 
 def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, last_gap: float,
@@ -210,7 +219,8 @@ def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, 
     if max_len <= 0:
         return None, 0
     if fixed:
-        draft = model_drafter.propose(req.tokens + out.tokens, min(fixed, max_len), lambda d: True, cancel)
+        draft = model_drafter.propose(req.tokens + out.tokens, min(fixed, max_len), lambda d: True, cancel,
+                                      keep=req.keep)
         return draft, len(draft.tokens)
     lang = req.language
     best: tuple[Draft | None, int] = (None, 0)
@@ -226,8 +236,9 @@ def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, 
             best, best_rate = (cand, plan.n_verify), plan.expected_rate
     if model_drafter is not None and controller.model_can_pay(than=best_rate):
         ctx = req.tokens + out.tokens
-        if len(ctx) - model_drafter.model.common_prefix(ctx) <= MODEL_CATCHUP_MAX:
-            mdraft = model_drafter.propose(ctx, max_len, lambda d: controller.keep_drafting(lang, d), cancel)
+        if len(ctx) - model_drafter.model.cached_prefix(ctx) <= MODEL_CATCHUP_MAX:
+            mdraft = model_drafter.propose(ctx, max_len, lambda d: controller.keep_drafting(lang, d), cancel,
+                                           keep=req.keep)
             if mdraft.tokens:
                 controller.costs.observe_draft(mdraft.cost_s / len(mdraft.tokens))
                 mplan = controller.plan(lang, mdraft)

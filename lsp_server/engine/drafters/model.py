@@ -26,11 +26,13 @@ class ModelDrafter:
     def __init__(self, model: LlamaModel, p_min: float = 0.0):
         self.model, self.p_min = model, p_min
 
-    def propose(self, ctx: list[int], max_len: int, keep_going: Callable[[Draft], bool], cancel=None) -> Draft:
-        """Draft up to max_len tokens after ctx; `keep_going(draft)` decides after each token."""
+    def propose(self, ctx: list[int], max_len: int, keep_going: Callable[[Draft], bool], cancel=None,
+                keep: int = 0) -> Draft:
+        """Draft up to max_len tokens after ctx; `keep_going(draft)` decides after each token; the first `keep`
+        tokens of ctx are worth keeping in the draft's KV store."""
         t0 = time.perf_counter()
         m = self.model
-        m.prefill(ctx)
+        m.prefill(ctx, keep=keep)
         draft = Draft(self.name)
         while len(draft.tokens) < max_len:
             logits = m.logits(-1)
