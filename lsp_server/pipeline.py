@@ -9,10 +9,11 @@ from typing import Callable
 
 from . import postprocess
 from .context import Document
-from .context.assemble import CursorContext, DefinitionIndex, gather
+from .context.assemble import CursorContext, DefinitionIndex, DocumentFiles, PageOutlines, gather
 from .context.trigger import Mode, code_follows
 from .engine import Engine, Generation, GenerationRequest
-from .prompt import Prompt, PromptBudget, PromptParts, build_prompt
+from .prompt import Prompt, PromptBudget, PromptParts, build_fast_prompt, build_prompt, near_fills
+from .prompt.pages import SegmentTokens
 
 
 @dataclass
@@ -58,6 +59,10 @@ class Plan:
     def around(self) -> postprocess.Around:
         return postprocess.Around(self.prefix, self.suffix, self.context.language, self.mode.multiline)
 
+    @property
+    def fast(self) -> bool:
+        return self.prompt.kind == "fast"
+
 
 @dataclass
 class Completion:
@@ -71,12 +76,18 @@ class Completion:
 
 # room kept free of prompt in the context: a completion's tokens, the draft, and the file header's few tokens
 GENERATION_RESERVE = 128 + 64
+# the prefix of a fast answer's prompt (the nearest lines), in tokens
+FAST_PREFIX_TOKENS = 96
 
 
 class Pipeline:
-    def __init__(self, engine: Engine, budget: PromptBudget | None = None):
+    def __init__(self, engine: Engine, budget: PromptBudget | None = None, fast_tokens: int = FAST_PREFIX_TOKENS):
         self.engine = engine
         self.index = DefinitionIndex()
+        self.files_chosen = DocumentFiles()
+        self.outlines = PageOutlines()
+        self.segments = SegmentTokens(engine)
+        self.fast_tokens = fast_tokens
         n_ctx = engine.cfg.n_ctx
         room = max(0, n_ctx - GENERATION_RESERVE - engine.cfg.draft_max)
         prefix = min(1536, n_ctx // 2)
@@ -94,23 +105,54 @@ class Pipeline:
     def prompt_for(self, doc: Document, line: int, col: int) -> tuple[Prompt, str, str]:
         """The plain prompt of a position (no other files), as the benchmark uses it."""
         prefix, suffix = doc.split(line, col)
-        return build_prompt(self.engine, PromptParts(prefix, suffix, path=doc.path), self.budget), prefix, suffix
+        return build_prompt(self.segments, PromptParts(prefix, suffix, path=doc.path), self.budget), prefix, suffix
 
-    def plan(self, req: CompletionRequest) -> Plan:
-        ctx = gather(req.document, req.line, req.col, req.others, self.index, self.budget.context_tokens)
+    def plan(self, req: CompletionRequest, fast: bool = False) -> Plan:
+        """The request after the context and prompt stages. `fast`: a short prompt of the nearest lines, for an
+        answer now where the cached state covers too little of the page's prompt."""
+        ctx = gather(req.document, req.line, req.col, req.others, self.index, self.budget.context_tokens,
+                     self.files_chosen, self.outlines)
         if req.multiline is not None:
             ctx.mode = Mode(True, req.multiline, "asked")
+        return self._plan(req, ctx, fast)
+
+    def near_fills(self, plan: Plan) -> list[list[int]]:
+        """The pages next to the plan's, below and above, for filling ahead (see prompt.near_fills)."""
+        ctx = plan.context
+        parts = PromptParts(ctx.prefix, ctx.suffix, path=plan.request.document.path, files=ctx.files,
+                            outline=ctx.outline, imports=ctx.imports)
+        return near_fills(self.segments, parts, self.budget)
+
+    def plan_fast(self, plan: Plan, tokens: int | None = None) -> Plan:
+        """The same request with the short prompt of a fast answer, of `tokens` (default `fast_tokens`) of the
+        nearest lines (its context is not gathered again)."""
+        return self._plan(plan.request, plan.context, fast=True, fast_tokens=tokens)
+
+    def fast_sizes(self) -> tuple[int, int]:
+        """The two fast prompts: the quick one, and one twice as long (on real files it answered about as well
+        as a whole page) for when there is time to evaluate it."""
+        return self.fast_tokens, 2 * self.fast_tokens
+
+    def _plan(self, req: CompletionRequest, ctx: CursorContext, fast: bool, fast_tokens: int | None = None) -> Plan:
         multiline = ctx.mode.multiline
         max_tokens = req.max_tokens if multiline else req.max_tokens_single_line
-        parts = PromptParts(ctx.prefix, ctx.suffix, path=req.document.path, files=ctx.files, outline=ctx.outline)
+        parts = PromptParts(ctx.prefix, ctx.suffix, path=req.document.path, files=ctx.files, outline=ctx.outline,
+                            imports=ctx.imports)
         budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix))
-        prompt = build_prompt(self.engine, parts, budget)
+
+        def build(b: PromptBudget) -> Prompt:
+            if fast:
+                return build_fast_prompt(self.segments, parts, b, min(fast_tokens or self.fast_tokens, b.prefix_tokens),
+                                         cached=self.engine.cached)
+            return build_prompt(self.segments, parts, b, cached=self.engine.cached)
+
+        prompt = build(budget)
         # a prompt that does not fit with what it may generate is built again, shorter (a long completion asked
         # of a small context); a prompt that cannot be made to fit is the engine's ContextFullError
         room = self.engine.cfg.n_ctx - max_tokens - self.engine.cfg.draft_max - 1
         while len(prompt.tokens) > room and budget.total > 64:
             budget = budget.within(int(budget.total * min(0.75, room / len(prompt.tokens))))
-            prompt = build_prompt(self.engine, parts, budget)
+            prompt = build(budget)
         # single-line: the engine stops at the end of the first line with text (a line ending at the cursor
         # may be followed by the next line), so "\n" alone is not a stop string here
         stop = prompt.stop if multiline else tuple(s for s in prompt.stop if s != "\n")
@@ -127,13 +169,14 @@ class Pipeline:
 
     def generate(self, plan: Plan, cancel: threading.Event | None = None,
                  on_text: Callable[[str, int], None] | None = None,
-                 on_prompt: Callable[[int, int, float], None] | None = None) -> Generation:
+                 on_prompt: Callable[[int, int, int, float], None] | None = None) -> Generation:
         req = plan.request
         return self.engine.generate(GenerationRequest(
             plan.prompt.tokens, max_tokens=plan.max_tokens, stop=plan.stop, language=req.document.language,
             speculative=req.speculative, time_budget_s=req.time_budget_s, record_margins=req.record_margins,
             left_text=plan.prefix, on_text=on_text, on_prompt=on_prompt,
-            single_line=not plan.mode.multiline and not plan.continues, goes_on=plan.around.goes_on), cancel)
+            single_line=not plan.mode.multiline and not plan.continues, goes_on=plan.around.goes_on,
+            keep=plan.prompt.stable), cancel)
 
     def finish(self, plan: Plan, gen: Generation) -> Completion:
         around = replace(plan.around, truncated=gen.stop_reason in ("length", "time"))

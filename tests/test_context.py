@@ -1,8 +1,8 @@
 """The context stage: completion mode, outline of a cut prefix, snippets from other open files, and how they
 land in the prompt."""
 from lsp_server.context import Document
-from lsp_server.context.assemble import DefinitionIndex, gather
-from lsp_server.context.outline import outline_above
+from lsp_server.context.assemble import DefinitionIndex, DocumentFiles, gather
+from lsp_server.context.outline import headers_above, imports_above
 from lsp_server.context.snippets import extract, rank
 from lsp_server.context.syntax import parse
 from lsp_server.context.trigger import decide
@@ -76,14 +76,16 @@ def test_mode_without_a_grammar_is_single_line():
 
 def test_outline_has_imports_and_enclosing_headers():
     tree = parse(PY, "python")
-    out = outline_above(tree, PY.encode(), (10, 8), cut_line=9)
-    assert out == "import os\nfrom dataclasses import dataclass\nclass Repo:\n    def load(self, name):\n"
+    assert imports_above(tree, 9) == "import os\nfrom dataclasses import dataclass\n"
+    assert headers_above(tree, PY.encode(), (10, 8), 9) == "class Repo:\n    def load(self, name):\n"
+    # a page that starts at line 10 (0-based) inside load() gets the same scopes for every cursor in it
+    assert headers_above(tree, PY.encode(), (10, 0), 10) == "class Repo:\n    def load(self, name):\n"
 
 
 def test_outline_leaves_out_what_the_window_still_shows():
     tree = parse(PY, "python")
-    out = outline_above(tree, PY.encode(), (10, 8), cut_line=4)
-    assert "def load" not in out and "class Repo" not in out and "import os" in out
+    out = headers_above(tree, PY.encode(), (10, 8), 4)
+    assert "def load" not in out and "class Repo" not in out and "import os" in imports_above(tree, 4)
 
 
 def test_definitions_of_other_files_ranked_by_names_near_the_cursor():
@@ -111,9 +113,20 @@ def test_gather_packs_snippets_and_keeps_a_stable_order():
     helper = Document("/w/util.py", "def slugify(text):\n    return text.lower().replace(' ', '-')\n\n\n"
                                     "def unused():\n    pass\n")
     doc = Document("/w/main.py", "from util import slugify\n\ntitle = slugify(")
-    ctx = gather(doc, 2, len("title = slugify("), [helper], DefinitionIndex(), context_tokens=256)
+    chosen = DocumentFiles()
+    ctx = gather(doc, 2, len("title = slugify("), [helper], DefinitionIndex(), context_tokens=256, chosen=chosen)
     assert ctx.files == [("/w/util.py", "def slugify(text):\n    return text.lower().replace(' ', '-')")]
-    # no room: nothing
+    # kept for the document: a file opened later does not change its prompts (and their cached states)
+    later = Document("/w/more.py", "def title():\n    return 1\n")
+    ctx = gather(doc, 2, 16, [helper, later], DefinitionIndex(), context_tokens=256, chosen=chosen)
+    assert ctx.files[0][0] == "/w/util.py" and len(ctx.files) == 1 and len(chosen) == 1
+    # a chosen definition that is gone from its file is chosen again
+    gone = Document("/w/util.py", "def unused():\n    pass\n")
+    assert gather(doc, 2, 16, [gone, later], DefinitionIndex(), context_tokens=256,
+                  chosen=chosen).files == [("/w/more.py", "def title():\n    return 1")]
+    # another language's definitions are not offered; no room: nothing
+    go = Document("/w/util.go", "func slugify(text string) string {\n\treturn text\n}\n")
+    assert gather(doc, 2, 16, [go], DefinitionIndex(), context_tokens=256).files == []
     assert gather(doc, 2, 16, [helper], DefinitionIndex(), context_tokens=4).files == []
 
 

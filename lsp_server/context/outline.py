@@ -53,16 +53,14 @@ def enclosing_scopes(tree: Tree, point: tuple[int, int]) -> list[Node]:
     return out[::-1]
 
 
-def outline_above(tree: Tree, source: bytes, cursor: tuple[int, int], cut_line: int) -> str:
-    """Imports and enclosing-scope headers that start above `cut_line` (0-based), in file order."""
-    lines: list[tuple[int, str]] = []
-    for node in imports(tree):
-        if node.start_point[0] < cut_line:
-            lines.append((node.start_point[0], text_of(node)))
-    if len(lines) > MAX_IMPORT_LINES:
-        lines = lines[:MAX_IMPORT_LINES]
-    for node in enclosing_scopes(tree, cursor):
-        if node.start_point[0] < cut_line:
-            lines.append((node.start_point[0], header_of(node, source)))
-    lines.sort(key=lambda x: x[0])
-    return "".join(text + "\n" for _, text in lines)
+def headers_above(tree: Tree, source: bytes, cursor: tuple[int, int], cut_line: int) -> str:
+    """The headers of the scopes around the cursor that start above `cut_line`, without the imports: what a
+    short prompt of the nearest lines keeps of the rest."""
+    return "".join(header_of(node, source) + "\n" for node in enclosing_scopes(tree, cursor)
+                   if node.start_point[0] < cut_line)
+
+
+def imports_above(tree: Tree, cut_line: int) -> str:
+    """The file's import lines above `cut_line`, in file order: the same text for every page below them."""
+    found = [text_of(n) for n in imports(tree) if n.start_point[0] < cut_line][:MAX_IMPORT_LINES]
+    return "".join(t + "\n" for t in found)

@@ -88,3 +88,13 @@ def rank(definitions: list[Definition], prefix: str, suffix: str) -> list[Snippe
     scored = [Snippet(d.path, d.text, near[d.name]) for d in definitions if d.name in near]
     scored.sort(key=lambda s: -s.score)
     return scored
+
+
+def rank_in(definitions: list[Definition], text: str) -> list[Snippet]:
+    """Definitions by how often a page's text uses their names (a page's choice, the same for all its cursors)."""
+    counts: dict[str, int] = {}
+    for m in IDENT.findall(text):
+        counts[m] = counts.get(m, 0) + 1
+    scored = [Snippet(d.path, d.text, counts[d.name]) for d in definitions if d.name in counts]
+    scored.sort(key=lambda s: -s.score)
+    return scored

@@ -1,4 +1,5 @@
-"""FIM prompts from the vocabulary's own tokens, within token budgets."""
-from .fim import Prompt, PromptBudget, PromptParts, build_prompt
+"""FIM prompts from the vocabulary's own tokens, within token budgets, their prefixes starting at page
+boundaries that cached states can serve."""
+from .fim import Prompt, PromptBudget, PromptParts, build_fast_prompt, build_prompt, near_fills
 
-__all__ = ["Prompt", "PromptBudget", "PromptParts", "build_prompt"]
+__all__ = ["Prompt", "PromptBudget", "PromptParts", "build_fast_prompt", "build_prompt", "near_fills"]

@@ -2,15 +2,15 @@
 
     <|repo_name|>NAME\n<|file_sep|>other.py\n...<|file_sep|>current.py\n<|fim_prefix|>P<|fim_suffix|>S<|fim_middle|>
 
-Stable parts come first so the KV cache survives keystrokes: a cursor move only invalidates what follows it.
+Stable parts come first so the KV cache survives keystrokes: a cursor move only invalidates what follows it,
+and the prefix starts at a page boundary (pages.py) so that a jump inside the page keeps the cached state too.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Callable, Protocol
 
-# the left edge of the prefix moves in steps of this many lines, so typing does not shift it every line
-PREFIX_ANCHOR_LINES = 16
+from .pages import OUTLINE_SHARE, SMALL_PAGES, Page, SegmentTokens, Text, segment_cache
 
 
 class Tokenizer(Protocol):
@@ -52,8 +52,11 @@ class PromptParts:
     path: str | None = None
     repo: str | None = None
     files: list[tuple[str, str]] = field(default_factory=list)   # (path, text) of other files, by priority
-    # outline(cut_line) -> the imports and scope headers above a prefix cut at that line (from the context stage)
+    # what the model loses when the top of a long file is cut (from the context stage): outline(line) -> the
+    # headers of the scopes around a page that starts at that line; imports(line) -> the import lines above it
+    # (the same text for every page below them, so stored pages of a document share it)
     outline: Callable[[int], str] | None = None
+    imports: Callable[[int], str] | None = None
 
 
 @dataclass
@@ -63,27 +66,16 @@ class Prompt:
     prefix_tokens: int
     suffix_tokens: int
     context_tokens: int
-    prefix_cut_lines: int = 0     # lines dropped from the start of the prefix to fit its budget
+    prefix_cut_lines: int = 0     # lines dropped from the start of the prefix to fit its budget (the page start)
     suffix_cut: bool = False
     outline_tokens: int = 0       # imports and scope headers standing in for the cut lines
     files: int = 0                # other files' snippets that fit the context budget
-
-
-def _fit_prefix(tok: Tokenizer, prefix: str, budget: int) -> tuple[list[int], int]:
-    toks = tok.tokenize(prefix)
-    if len(toks) <= budget:
-        return toks, 0
-    lines = prefix.splitlines(keepends=True)
-    used, start = 0, len(lines)
-    while start > 0:
-        n = len(tok.tokenize(lines[start - 1]))
-        if used + n > budget:
-            break
-        used += n
-        start -= 1
-    # round the start up to an anchor so the same first line is kept while the user types on
-    start = min(len(lines) - 1, -(-start // PREFIX_ANCHOR_LINES) * PREFIX_ANCHOR_LINES)
-    return tok.tokenize("".join(lines[start:])), start
+    kind: str = "page"            # page: the prefix starts at a page boundary | fast: the nearest lines only
+    stable: int = 0               # tokens before the cursor's segment: what the page's cached state serves
+    fill: list[int] | None = None  # the page's tokens to its end (head, outline, text): what filling ahead evaluates
+    page_end: int = 0             # the line after the page's text
+    next_fill: list[int] | None = None   # the next page's tokens up to the cursor, when typing on will reach it
+    anchored: bool = True         # False: no page boundary was in reach, the start follows the cursor
 
 
 def _fit_suffix(tok: Tokenizer, suffix: str, budget: int) -> tuple[list[int], bool]:
@@ -112,46 +104,151 @@ def stop_strings(prefix: str, suffix: str) -> tuple[str, ...]:
     return ()
 
 
-# the outline of a cut prefix may take at most this share of the prefix budget
-OUTLINE_SHARE = 4
+def _head(seg: SegmentTokens, parts: PromptParts, files: list[tuple[str, str]], budget: PromptBudget
+          ) -> tuple[list[int], int]:
+    """The repository-level header: other files' snippets, then the current file's name."""
+    fim = seg.fim
+    if fim is None or fim.repo_name is None or fim.file_sep is None or not (files or parts.path):
+        return [], 0
+    head = [fim.repo_name] + seg.segment(f"{parts.repo or 'workspace'}\n")
+    room, n_files = budget.context_tokens, 0
+    for path, text in files:
+        chunk = [fim.file_sep] + seg.segment(f"{path}\n{text}\n")
+        if len(chunk) > room:
+            continue   # a smaller one further down the priority list may still fit
+        head += chunk
+        room -= len(chunk)
+        n_files += 1
+    return head + [fim.file_sep] + seg.segment(f"{parts.path or 'untitled'}\n"), n_files
 
 
-def _fit_prefix_with_outline(tok: Tokenizer, parts: PromptParts, budget: int) -> tuple[list[int], int, int]:
-    pre, cut = _fit_prefix(tok, parts.prefix, budget)
-    if not cut or parts.outline is None:
-        return pre, cut, 0
-    outline = tok.tokenize(parts.outline(cut))[-(budget // OUTLINE_SHARE):]
-    if not outline:
-        return pre, cut, 0
-    pre, cut = _fit_prefix(tok, parts.prefix, budget - len(outline))
-    # a deeper cut may uncover one more header: ask again, still within the share
-    outline = tok.tokenize(parts.outline(cut))[-(budget // OUTLINE_SHARE):]
-    pre, cut = _fit_prefix(tok, parts.prefix, budget - len(outline))
-    return outline + pre, cut, len(outline)
+def _around(seg: SegmentTokens, parts: PromptParts, grid=None) -> tuple[Text, int, int, list[int]]:
+    """The document as segments, the cursor's line, its segment's first line and the tokens from there on."""
+    text = Text(parts.prefix + parts.suffix, seg) if grid is None else Text(parts.prefix + parts.suffix, seg, grid)
+    line = parts.prefix.count("\n")
+    cs = text.segment_start(line)
+    return text, line, cs, seg.tokenize(parts.prefix[text.offset(cs):])
 
 
-def build_prompt(tok: Tokenizer, parts: PromptParts, budget: PromptBudget = PromptBudget()) -> Prompt:
-    fim = tok.fim
-    if fim is None:  # no FIM tokens: a plain left-to-right prompt
-        pre, cut, n_out = _fit_prefix_with_outline(tok, parts, budget.prefix_tokens)
-        return Prompt(pre, stop_strings(parts.prefix, parts.suffix), len(pre), 0, 0, cut, outline_tokens=n_out)
-    head: list[int] = []
-    repo_level = fim.repo_name is not None and fim.file_sep is not None and (parts.files or parts.path)
-    if repo_level:
-        head += [fim.repo_name] + tok.tokenize(parts.repo or "workspace") + tok.tokenize("\n")
-        room, n_files = budget.context_tokens, 0
-        for path, text in parts.files:
-            chunk = [fim.file_sep] + tok.tokenize(f"{path}\n{text}\n")
-            if len(chunk) > room:
-                continue   # a smaller one further down the priority list may still fit
-            head += chunk
-            room -= len(chunk)
-            n_files += 1
-        head += [fim.file_sep] + tok.tokenize(f"{parts.path or 'untitled'}\n")
-    else:
-        n_files = 0
-    pre, cut, n_out = _fit_prefix_with_outline(tok, parts, budget.prefix_tokens)
-    suf, suf_cut = _fit_suffix(tok, parts.suffix, budget.suffix_tokens)
-    tokens = head + [fim.prefix] + pre + [fim.suffix] + suf + [fim.middle]
-    return Prompt(tokens, stop_strings(parts.prefix, parts.suffix), len(pre), len(suf), len(head), cut, suf_cut,
-                  outline_tokens=n_out, files=n_files)
+def _assemble(seg: SegmentTokens, head: list[int], pre: list[int], suf: list[int]) -> list[int]:
+    fim = seg.fim
+    if fim is None:   # no FIM tokens: a plain left-to-right prompt
+        return head + pre
+    return head + [fim.prefix] + pre + [fim.suffix] + suf + [fim.middle]
+
+
+def _paged(seg: SegmentTokens, parts: PromptParts, text: Text, page: Page, cs: int, partial: list[int],
+           suf: tuple[list[int], bool], budget: PromptBudget, small: bool = False) -> Prompt:
+    head, n_files = _head(seg, parts, [] if small else parts.files, budget)
+    outline: list[int] = []
+    if small:   # a fast answer's small page: the scopes around its start, no imports
+        if page.start > 0 and parts.outline is not None:
+            outline = seg.tokenize(parts.outline(page.start))[-(budget.prefix_tokens // OUTLINE_SHARE):]
+    elif page.start > 0:
+        # imports first (cut at their end: the same tokens for every page below them), then the scopes around
+        # the page's start (cut at their start: the innermost count most)
+        share = budget.prefix_tokens // (2 * OUTLINE_SHARE)
+        if parts.imports is not None:
+            outline += seg.segment(parts.imports(page.start))[:share]
+        if parts.outline is not None:
+            outline += seg.tokenize(parts.outline(page.start))[-(budget.prefix_tokens // OUTLINE_SHARE - len(outline)):]
+    body = text.tokens(page.start, cs)
+    start = head + ([seg.fim.prefix] if seg.fim is not None else []) + outline
+    tokens = _assemble(seg, head, outline + body + partial, suf[0])
+    return Prompt(tokens, stop_strings(parts.prefix, parts.suffix), len(outline) + len(body) + len(partial),
+                  len(suf[0]), len(head), page.start, suf[1], outline_tokens=len(outline), files=n_files,
+                  kind="fast" if small else "page", stable=len(start) + len(body),
+                  fill=start + text.tokens(page.start, page.end), page_end=page.end, anchored=page.anchored)
+
+
+# a later page is preferred to the one with most context only when it saves more than this many tokens of
+# evaluation
+PREFER_CACHED = 32
+# the next page is worth filling ahead once the prefix uses this share of its budget (some 20 lines of typing
+# before the current page runs out)
+NEXT_PAGE_AT = 0.6
+
+
+def build_prompt(tok: Tokenizer, parts: PromptParts, budget: PromptBudget = PromptBudget(),
+                 cached: Callable[[list[int]], int] | None = None, small: bool = False) -> Prompt:
+    """The prompt for a cursor, its prefix starting at a page boundary (see pages.py). `cached(tokens)`, when
+    given, says how many leading tokens of a prompt are cached: a page that needs much less evaluation than the
+    one with most context is then taken instead. `small`: a fast answer's prompt, a small page of about
+    `budget.prefix_tokens` from a denser grid of boundaries, without other files or imports."""
+    seg = segment_cache(tok)
+    text, line, cs, partial = _around(seg, parts, SMALL_PAGES if small else None)
+    # the cursor's own segment is left out of the count, so that the page does not change between the cursor at
+    # the end of a line and the same line emptied, or typed half-way (a prompt may outgrow the budget by it)
+    pages = text.pages(line, 0, budget.prefix_tokens)
+    suf = _fit_suffix(seg, parts.suffix, budget.suffix_tokens) if seg.fim is not None else ([], False)
+    built = {0: _paged(seg, parts, text, pages[0], cs, partial, suf, budget, small)}
+
+    def candidate(i: int) -> Prompt:
+        if i not in built:
+            built[i] = _paged(seg, parts, text, pages[i], cs, partial, suf, budget, small)
+        return built[i]
+
+    best = built[0]
+    have = cached(best.tokens) if cached is not None else 0
+    if cached is not None and len(pages) > 1:
+        todo = len(best.tokens) - have
+        for i in range(1, len(pages)):
+            if todo <= PREFER_CACHED // (4 if small else 1):
+                break
+            other = candidate(i)
+            got = cached(other.tokens)
+            # only a page whose state is there: a shorter prompt alone is no reason to give up context
+            if got >= other.stable and len(other.tokens) - got + PREFER_CACHED // (4 if small else 1) < todo:
+                best, have, todo = other, got, len(other.tokens) - got
+    if have < best.stable and len(pages) > 1:
+        # nothing cached serves this cursor: the page to fill is the one that puts it in the middle of the range
+        # of cursors a page serves, so that a jump up or down from here stays inside it
+        i = _centered(pages, budget)
+        best.fill, best.page_end = candidate(i).fill, candidate(i).page_end
+    if small:
+        return best
+    nxt = text.next_boundary(best.prefix_cut_lines, cs) if best.prefix_tokens > NEXT_PAGE_AT * budget.prefix_tokens \
+        else None
+    if nxt is not None:
+        # typing on moves the cursor toward the end of this page's reach; the next page, filled up to the
+        # cursor ahead of time, takes over without a stall
+        npage = Page(nxt, cs, 0, True)
+        ahead = _paged(seg, parts, text, npage, cs, partial, suf, budget)
+        best.next_fill = ahead.tokens[:ahead.stable]
+    return best
+
+
+def _centered(pages: list[Page], budget: PromptBudget) -> int:
+    """Of a cursor's pages, the one it stands in the middle of (a page serves the cursors that have from half
+    its text budget of context to all of it)."""
+    text_budget = budget.prefix_tokens - budget.prefix_tokens // OUTLINE_SHARE
+    middle = (text_budget // 2 + text_budget) // 2
+    return min(range(len(pages)), key=lambda k: abs(pages[k].context - middle))
+
+
+def near_fills(tok: Tokenizer, parts: PromptParts, budget: PromptBudget) -> list[list[int]]:
+    """The pages to fill next to the cursor's, below and above it: each serves the cursors about half a text
+    budget away, where a short jump lands (they share the document's head and imports with the cursor's)."""
+    seg = segment_cache(tok)
+    text, line, _, _ = _around(seg, parts)
+    text_budget = budget.prefix_tokens - budget.prefix_tokens // OUTLINE_SHARE
+    out = []
+    for down in (True, False):
+        at = text.line_away(line, text_budget // 2, down)
+        if at is None:
+            continue
+        pages = text.pages(at, 0, budget.prefix_tokens)
+        page = pages[_centered(pages, budget)] if len(pages) > 1 else pages[0]
+        if page.start == 0 and len(pages) == 1 and line < at:
+            continue   # the file's first page: the cursor's own fill holds it
+        fill = _paged(seg, parts, text, page, text.segment_start(at), [], ([], False), budget).fill
+        out.append(fill)
+    return out
+
+
+def build_fast_prompt(tok: Tokenizer, parts: PromptParts, budget: PromptBudget, fast_tokens: int,
+                      cached: Callable[[list[int]], int] | None = None) -> Prompt:
+    """A short prompt for an answer now, where the cached state covers too little of the page's: the nearest
+    `fast_tokens` of the file above the cursor (the headers of the scopes around them first), no other files.
+    It is itself a small page, so a short jump from here shares it."""
+    return build_prompt(tok, parts, replace(budget, prefix_tokens=fast_tokens), cached, small=True)
