@@ -12,7 +12,7 @@ FIXTURES = ROOT / "fixtures"
 def engine():
     """The real default pair, loaded once for the whole session (as the server keeps it warm)."""
     from lsp_server.engine import Engine, EngineConfig
-    e = Engine(EngineConfig(stats_path=""))
+    e = Engine(EngineConfig(stats_path="", draft_resident="always"))
     yield e
     e.close()
 

@@ -91,7 +91,7 @@ def test_a_missing_draft_means_target_only_with_a_warning(tmp_path):
 
 
 def test_a_prompt_larger_than_the_context_is_cut_to_fit():
-    # a 512-token context with the default budgets (1,552 tokens of prompt) and a file far longer than that
+    # a 512-token context with the default budgets (1,344 tokens of prompt) and a file far longer than that
     s = started({"contextSize": 512, "earlyAnswerMs": 0})
     try:
         said = messages(s, wait_s=5)

@@ -93,10 +93,9 @@ def register(server: TandemServer) -> None:
         doc = ls.workspace.get_text_document(params.text_document.uri)
         _check(ls, doc, announce=True)
         if doc.uri not in ls.refused and ls.service.ready:
-            # warm the file as a prefix up to its end: a first request anywhere in it then reuses everything up
-            # to its cursor and only evaluates the rest of the line, the suffix and what follows
-            lines = doc.source.split("\n")
-            ls.service.schedule_warmup(request_for(ls, doc, len(lines) - 1, len(lines[-1])))
+            # an editor opens a file at its top: fill the page there (a small file's page is the whole file, so
+            # a first request anywhere in it reuses everything up to its cursor)
+            ls.service.schedule_warmup(doc.uri, request_for(ls, doc, 0, 0))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TandemServer, params: types.DidChangeTextDocumentParams):
@@ -116,7 +115,27 @@ def register(server: TandemServer) -> None:
                 l, c = server_position(doc, types.Position(line=line, character=char))
             except Exception:
                 return
-            ls.service.schedule_warmup(request_for(ls, doc, l, c))
+            ls.service.schedule_warmup(doc.uri, request_for(ls, doc, l, c))
+
+    @server.feature("tandem/didMoveCursor")
+    def did_move_cursor(ls: TandemServer, params):
+        """Where the cursor is, before any keystroke there (Tandem's VS Code and Neovim clients send it after
+        a move): the page around it fills while the user reads. A notification: bad params are ignored."""
+        uri = params.get("uri") if isinstance(params, dict) else getattr(params, "uri", None)
+        pos = params.get("position") if isinstance(params, dict) else getattr(params, "position", None)
+        if not isinstance(uri, str) or uri not in ls.workspace.text_documents or uri in ls.refused:
+            return
+        line = pos.get("line") if isinstance(pos, dict) else getattr(pos, "line", None)
+        char = pos.get("character") if isinstance(pos, dict) else getattr(pos, "character", None)
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (line, char)) \
+                or not ls.service.ready:
+            return
+        doc = ls.workspace.get_text_document(uri)
+        try:
+            l, c = server_position(doc, types.Position(line=line, character=char))
+        except Exception:
+            return
+        ls.service.cursor_moved(uri, request_for(ls, doc, l, c))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TandemServer, params: types.DidCloseTextDocumentParams):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 
 from lsprotocol import types
@@ -124,7 +125,9 @@ def build_server() -> TandemServer:
 
 
 def serve(tcp_port: int | None = None, host: str = "127.0.0.1") -> None:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="tandem: %(message)s")
+    # TANDEM_LOG=debug shows the scheduler's decisions (fast answers, fills, what a pre-empted fill keeps)
+    level = getattr(logging, os.environ.get("TANDEM_LOG", "info").upper(), logging.INFO)
+    logging.basicConfig(stream=sys.stderr, level=level, format="tandem: %(message)s")
     logging.getLogger("pygls").setLevel(logging.WARNING)   # it logs every message at INFO
     server = build_server()
     try:

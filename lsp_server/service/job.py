@@ -26,6 +26,7 @@ class Job:
         self.progress = asyncio.Event()   # set (from the model thread) whenever `partial` grows
         self.n_tokens = 0
         self.prompt_info: tuple[int, int, float] | None = None   # prompt tokens, reused, seconds
+        self.restored = 0            # of the reused tokens, those restored from the KV store
         self.gen_started_at: float | None = None
         # a prefetch: the prefix the user had when it started; typing from there toward its prefix keeps it
         self.base = base
@@ -40,8 +41,9 @@ class Job:
         self.partial, self.n_tokens = text, n_tokens
         self.loop.call_soon_threadsafe(self.progress.set)
 
-    def set_prompt(self, tokens: int, reused: int, seconds: float) -> None:
+    def set_prompt(self, tokens: int, reused: int, restored: int, seconds: float) -> None:
         self.prompt_info = (tokens, reused, seconds)
+        self.restored = restored
         self.gen_started_at = time.perf_counter()
 
     def take(self, typed: str, one_line: bool, early_s: float | None = None):

@@ -1,29 +1,38 @@
 """Which work the model does, in what order: one generation at a time on the model thread; the newest request
 or edit for a document supersedes older work; a request whose prefix extends a running generation waits for
-it instead; typing through a shown suggestion is answered from the cache; and when the user pauses, the next
-prompt's stable part is evaluated ahead (a real request pre-empts that)."""
+it instead; typing through a shown suggestion is answered from the cache; a request whose page is too far from
+cached is answered from a short prompt now (a fast answer); and when the user pauses, the page around the
+cursor is filled ahead (fill.py; a real request pre-empts that)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..context import Document
-from ..engine import Cancel, Engine, Generation, shared_prefix
+from ..engine import Engine, Generation, shared_prefix
 from ..pipeline import CompletionRequest, Pipeline, Plan
 from ..prompt import PromptBudget
 from .cache import TypingCache
+from .fill import Filler
 from .job import CURSOR_LINE_TOKENS, Job
 from .settings import Settings
 from .stats import Record, ServerStats
+
+log = logging.getLogger("tandem.service")
+
+# where no prompt evaluates within the budget, a better one is taken over the one with least to evaluate when it
+# leaves at most this many tokens more
+FAST_GAIN = 32
 
 
 @dataclass
 class Answer:
     text: str
-    source: str          # model | reuse | cache | skipped | superseded | not_ready | disabled
+    source: str          # model | fast | reuse | cache | skipped | superseded | not_ready | disabled
     multiline: bool = False
     why: str = ""
 
@@ -45,10 +54,7 @@ class CompletionService:
         # the model thread: every model call goes through it, so at most one generation runs at a time
         self.model_pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-model")
         self.context_pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-context")
-        self._warm_cancel = Cancel()
-        self._warm_keep = 0   # the warm-up's tokens that the request pre-empting it will want too
-        self._warm_tokens: list[int] = []
-        self._warm_timer: asyncio.TimerHandle | None = None
+        self.filler = Filler(self)
         self._latest: dict[str, asyncio.Future] = {}   # uri -> set when a newer request for it arrives
 
     # ---- models and settings -------------------------------------------------------------------------
@@ -68,8 +74,9 @@ class CompletionService:
                      f"{cfg.draft_path or 'the default draft'}")
             engine = Engine(cfg, log=progress)
             progress(f"models loaded ({engine.target.path}"
-                     f"{', draft ' + engine.draft.path if engine.draft else ', no draft'})")
-            return Pipeline(engine, budget_of(settings))
+                     f"{', draft ' + engine.draft.path if engine.draft else ', no draft'}); "
+                     f"draft model {engine.draft_decision}; KV store {engine.store_budget_mib:.0f} MiB")
+            return Pipeline(engine, budget_of(settings), settings.fast_prefix_tokens)
 
         try:
             self.pipeline = await loop.run_in_executor(self.model_pool, work)
@@ -88,6 +95,11 @@ class CompletionService:
             engine.cfg.speculation = settings.speculation
             engine.controller.draft_min, engine.controller.draft_max = settings.draft_min, settings.draft_max
             self.pipeline.budget = budget_of(settings)
+            self.pipeline.fast_tokens = settings.fast_prefix_tokens
+            engine.resize_store(settings.kv_store_mib)
+            for m in (engine.target, engine.draft):
+                if m is not None:
+                    m.reuse_min = settings.cache_reuse
         self.cache = TypingCache()
 
     @property
@@ -98,7 +110,9 @@ class CompletionService:
 
     async def complete(self, uri: str, req: CompletionRequest) -> Answer:
         t0 = time.perf_counter()
-        self._cancel_warmup(keep=self._warm_keep)
+        self.filler.pre_empt()
+        self.filler.focus = (uri, req)
+        self._cancel_background(uri)
         lang = req.document.language
         if self.pipeline is None:
             return self._done(t0, Answer("", "not_ready", why=self.load_error or "models are loading"), lang)
@@ -123,12 +137,15 @@ class CompletionService:
         s = self.settings
         req.max_tokens, req.max_tokens_single_line = s.max_tokens, s.max_tokens_single_line
         req.time_budget_s = s.time_budget_ms / 1000 if s.time_budget_ms > 0 else None
-        plan = await asyncio.get_running_loop().run_in_executor(self.context_pool, self.pipeline.plan, req)
+        loop = asyncio.get_running_loop()
+        plan = await loop.run_in_executor(self.context_pool, self.pipeline.plan, req)
         if not plan.mode.complete:
+            self.filler.share([])
             return self._done(t0, Answer("", "skipped", why=plan.mode.why), lang)
-        if self._warm_tokens:
-            # the warm-up that this request pre-empted goes on only as far as this prompt agrees with it
-            self._warm_cancel.set_keeping(shared_prefix(self._warm_tokens, plan.prompt.tokens))
+        if self.too_far(plan) and not (superseded.done() or self.pipeline is None):
+            plan = await loop.run_in_executor(self.context_pool, self._choose_prompt, plan)
+        # the fill that this request pre-empted goes on only as far as this prompt agrees with it
+        self.filler.share(plan.prompt.tokens)
         if superseded.done() or self.pipeline is None:
             return self._done(t0, Answer("", "superseded", why="a newer request replaced it"), lang)
         hit = self.cache.lookup(uri, plan.prefix, plan.suffix)
@@ -136,6 +153,44 @@ class CompletionService:
             return self._done(t0, Answer(hit, "cache", plan.mode.multiline), lang)
 
         return await self._answer(uri, plan, superseded, t0)
+
+    def _missing(self, plan: Plan) -> int:
+        """Prompt tokens of a plan that neither the live cache nor the KV store holds."""
+        return len(plan.prompt.tokens) - self.pipeline.engine.cached(plan.prompt.tokens)
+
+    def too_far(self, plan: Plan) -> bool:
+        """Whether evaluating what is not cached of this plan's prompt would take longer than the prompt budget
+        (then a fast answer from the nearest lines is worth it)."""
+        budget = self.settings.prompt_budget_ms
+        if budget < 0 or self.pipeline is None or plan.fast:
+            return False
+        return self.pipeline.engine.prompt_seconds(self._missing(plan)) * 1000 > budget
+
+    def _choose_prompt(self, plan: Plan) -> Plan:
+        """The page's prompt is too far from cached: the best of it and the two fast prompts (larger first) whose
+        uncached part evaluates within the prompt budget; if none does, the one with least left to evaluate,
+        a better one where it leaves hardly more (runs on the context thread)."""
+        pipeline = self.pipeline
+        quick, better = (pipeline.plan_fast(plan, n) for n in pipeline.fast_sizes())
+        order = [plan, better, quick]   # best answers first
+        missing = [self._missing(p) for p in order]
+        log.debug("request at %s:%d: page %d tokens, %d not cached; fast %d/%d, %d/%d not cached",
+                  plan.request.document.path.rsplit("/", 1)[-1], plan.request.line + 1, len(plan.prompt.tokens),
+                  missing[0], len(better.prompt.tokens), len(quick.prompt.tokens), missing[1], missing[2])
+        budget = self.settings.prompt_budget_ms / 1000
+        for p, m in zip(order, missing):
+            if pipeline.engine.prompt_seconds(m) <= budget:
+                return p
+        least = min(missing)
+        return next(p for p, m in zip(order, missing) if m <= least + FAST_GAIN)
+
+    def _cancel_background(self, uri: str) -> None:
+        """Prefetches of other documents give way to a request (one model thread: they would hold it)."""
+        for other, jobs in self.jobs.items():
+            if other != uri:
+                for job in jobs:
+                    if job.waiters == 0:
+                        job.cancel.set_keeping(0)
 
     def _running_has_more(self, uri: str, plan: Plan, hit: str) -> bool:
         """Whether a generation still running for this place has written more than the cached answer (which
@@ -172,8 +227,10 @@ class CompletionService:
             self.cache.store(uri, plan.prefix, plan.suffix, text)
             if text and self.settings.prefetch and plan.mode.multiline and gen is not None:
                 self._prefetch(uri, plan, text)
-            return self._done(t0, Answer(text, "reuse" if job is reuse else "model", plan.mode.multiline), lang,
-                              job if job is not reuse else None)
+            source = "reuse" if job is reuse else "fast" if job.plan.fast else "model"
+            log.debug("answered (%s) after %.2fs: queue %.2fs, prompt %s", source, time.perf_counter() - t0,
+                      job.queue_s, job.prompt_info)
+            return self._done(t0, Answer(text, source, plan.mode.multiline), lang, job if job is not reuse else None)
         raise AssertionError("unreachable: the second attempt never reuses")
 
     async def _wait(self, job: Job, superseded: asyncio.Future, typed: str, one_line: bool):
@@ -224,8 +281,8 @@ class CompletionService:
         except Exception:
             return
         if (not plan.mode.complete or uri in self._latest or self.jobs.get(uri) or self.pipeline is not pipeline
-                or self.cache.lookup(uri, plan.prefix, plan.suffix, count=False) is not None):
-            return
+                or self.cache.lookup(uri, plan.prefix, plan.suffix, count=False) is not None or self.too_far(plan)):
+            return   # (a prompt far from cached: filling its page comes first)
         job = self._start(uri, plan, base=base)
         try:
             gen = await asyncio.shield(job.future)
@@ -239,6 +296,10 @@ class CompletionService:
 
     def _start(self, uri: str, plan: Plan, base: str | None = None) -> Job:
         job = Job(uri, plan, base)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("start a %s job at %s:%d (%s prompt, %d tokens, %d not cached)",
+                      "prefetch" if base else "request", uri.rsplit("/", 1)[-1], plan.request.line + 1,
+                      plan.prompt.kind, len(plan.prompt.tokens), self._missing(plan))
         pipeline = self.pipeline
 
         def run() -> Generation | None:
@@ -259,6 +320,7 @@ class CompletionService:
             jobs.remove(job)
         if not jobs:
             self.jobs.pop(job.uri, None)
+        self.filler.kick()
         if fut.cancelled() or fut.exception() is not None:
             return
         gen = fut.result()
@@ -299,10 +361,13 @@ class CompletionService:
     def _done(self, t0: float, ans: Answer, language: str, job: Job | None = None) -> Answer:
         rec = Record(language, ans.source, time.perf_counter() - t0, multiline=ans.multiline,
                      shown_chars=len(ans.text))
+        self.filler.kick()
         if job is not None and job.prompt_info is not None:
             rec.queue_s = job.queue_s
             rec.prompt_tokens, reused, rec.prompt_s = job.prompt_info
             rec.prompt_evaluated = rec.prompt_tokens - reused
+            rec.prompt_restored = job.restored
+            rec.page = job.plan.prompt.prefix_cut_lines
             gen = job.future.result() if job.future.done() and not job.future.exception() else None
             if gen is not None:
                 rec.tokens, rec.tok_s, rec.gen_s = len(gen.tokens), gen.tok_s, gen.gen_s
@@ -327,46 +392,18 @@ class CompletionService:
         for job in self.jobs.get(uri, ()):
             job.cancel.set()
         self.cache.forget(uri)
+        self.filler.forget(uri)
 
-    def schedule_warmup(self, req: CompletionRequest) -> None:
-        """After the pause, evaluate the stable part of the prompt at this cursor (no generation)."""
-        self._cancel_warmup()
-        if self.pipeline is None or self.settings.warmup_pause_ms < 0:
+    def schedule_warmup(self, uri: str, req: CompletionRequest) -> None:
+        """The user is here (an open, an edit): after the pause, fill ahead for this place."""
+        if self.pipeline is None or not self.settings.language_enabled(req.document.language):
             return
-        loop = asyncio.get_running_loop()
-        self._warm_timer = loop.call_later(self.settings.warmup_pause_ms / 1000,
-                                           lambda: asyncio.ensure_future(self._warmup(req)))
+        self.filler.want(uri, req)
 
-    async def _warmup(self, req: CompletionRequest) -> None:
-        pipeline = self.pipeline
-        if pipeline is None or any(self.jobs.values()) or not self.settings.language_enabled(req.document.language):
-            return
-        cancel = self._warm_cancel = Cancel()
-        loop = asyncio.get_running_loop()
-        try:
-            plan = await loop.run_in_executor(self.context_pool, pipeline.plan, req)
-        except Exception:   # a position the edit made invalid, a parse that failed: nothing to warm
-            return
-        if cancel.is_set() or not plan.mode.complete:
-            return
-        tokens = pipeline.stable_tokens(plan)
-        self._warm_keep = max(0, len(tokens) - CURSOR_LINE_TOKENS)
-        self._warm_tokens = tokens
-        def warm() -> int:
-            if cancel.is_set():
-                return 0
-            with self.stats.model_call():
-                return pipeline.engine.prewarm(tokens, cancel)
-
-        evaluated = await loop.run_in_executor(self.model_pool, warm)
-        self.stats.warmups += 1
-        self.stats.warmup_tokens += evaluated
-
-    def _cancel_warmup(self, keep: int = 0) -> None:
-        if self._warm_timer is not None:
-            self._warm_timer.cancel()
-            self._warm_timer = None
-        self._warm_cancel.set_keeping(keep)
+    def cursor_moved(self, uri: str, req: CompletionRequest) -> None:
+        """The client says the cursor moved without an edit (tandem/didMoveCursor)."""
+        self.filler.stats.cursor_moves += 1
+        self.schedule_warmup(uri, req)
 
     def _near_cursor_keep(self, plan: Plan) -> int:
         """Tokens of this plan's prompt that a request a few keystrokes later will share: all before the
@@ -377,7 +414,8 @@ class CompletionService:
         return max(0, len(pipeline.stable_tokens(plan)) - CURSOR_LINE_TOKENS)
 
     def _cancel_all(self) -> None:
-        self._cancel_warmup()
+        self.filler.pre_empt()
+        self.filler.cancel.set()
         for jobs in self.jobs.values():
             for job in jobs:
                 job.cancel.set()
@@ -393,9 +431,21 @@ class CompletionService:
             "jobs": sum(len(v) for v in self.jobs.values()),
             "pending_requests": len(self._latest),
         }
+        if self.pipeline is not None:
+            engine = self.pipeline.engine
+            out["memory"]["kv_store"] = engine.store_summary()
+            out["memory"]["segment_tokens"] = {"entries": len(self.pipeline.segments),
+                                               "limit": self.pipeline.segments.limit}
+            out["memory"]["files_chosen"] = {"documents": len(self.pipeline.files_chosen),
+                                             "limit": self.pipeline.files_chosen.limit}
+            out["memory"]["page_outlines"] = {"entries": len(self.pipeline.outlines),
+                                              "limit": self.pipeline.outlines.limit}
+            out["draft_model"] = {"resident": engine.draft is not None, "decision": engine.draft_decision}
+        out["fill"] = self.filler.summary()
         return out
 
     def shutdown(self) -> None:
+        self.filler.stop()
         self._cancel_all()
         self.model_pool.shutdown(wait=True)
         self.context_pool.shutdown(wait=False)

@@ -41,14 +41,20 @@ class Settings:
     time_budget_ms: int = 1500        # generation stops after this and keeps what is whole
     early_answer_ms: int = 600        # after this much generation, answer with what is whole and go on
     # prompt budgets in tokens; the suffix is evaluated again on every keystroke, so it stays short
-    prefix_tokens: int = 1024
+    prefix_tokens: int = 768          # a page: about 576 tokens of text above the cursor, and its outline
     suffix_tokens: int = 16           # evaluated again on every keystroke, so short...
     suffix_tokens_in_block: int = 64  # ...except where code of the cursor's own block follows it
     context_tokens: int = 512
+    # latency on large files: a request whose uncached prompt would take longer than this to evaluate is
+    # answered from a short prompt of the nearest lines (fastPrefixTokens) while its page fills (-1: never)
+    prompt_budget_ms: int = 700
+    fast_prefix_tokens: int = 96
+    kv_store_mib: int = -1            # RAM for the KV states of pages and documents; -1: automatic (README)
+    cache_reuse: int = 0              # >0: reuse cached runs of this many tokens at shifted positions (README)
     # behaviour
     enabled: bool = True
     languages: dict[str, bool] = field(default_factory=dict)   # {"markdown": false}; others on
-    warmup_pause_ms: int = 300        # evaluate the next prompt's stable part after this much idle time
+    warmup_pause_ms: int = 100        # fill ahead (fill.py) after this much idle time
     prefetch: bool = True             # after a suggestion, generate the next one as if it were accepted
     max_file_bytes: int = 4 << 20
 
@@ -61,7 +67,8 @@ class Settings:
         return EngineConfig(target_path=self.target or None, draft_path=self.draft or None,
                             n_ctx=self.context_size, n_threads=self.threads, n_gpu_layers=self.gpu_layers,
                             n_gpu_layers_draft=self.gpu_layers_draft, draft_min=self.draft_min,
-                            draft_max=self.draft_max, speculation=self.speculation, drafters=self.drafters)
+                            draft_max=self.draft_max, speculation=self.speculation, drafters=self.drafters,
+                            kv_store_mib=self.kv_store_mib, cache_reuse=self.cache_reuse)
 
     def models_differ(self, other: "Settings") -> bool:
         return any(getattr(self, k) != getattr(other, k) for k in self.MODEL_KEYS)
@@ -89,9 +96,13 @@ class Settings:
         if self.draft_min < 0 or self.draft_max < 0 or self.draft_min > max(self.draft_max, 0):
             raise SettingsError(f"draft limits must satisfy 0 <= draftMin <= draftMax "
                                 f"(got {self.draft_min}, {self.draft_max})")
-        for name in ("context_size", "max_tokens", "max_tokens_single_line", "prefix_tokens"):
+        for name in ("context_size", "max_tokens", "max_tokens_single_line", "prefix_tokens", "fast_prefix_tokens"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"{name} must be positive")
+        if self.cache_reuse < 0:
+            raise SettingsError("cacheReuse must be 0 (off) or a number of tokens")
+        if self.kv_store_mib < -1:
+            raise SettingsError("kvStoreMiB must be -1 (automatic), 0 (no store) or a size in MiB")
         if min(self.suffix_tokens, self.suffix_tokens_in_block, self.context_tokens) < 0:
             raise SettingsError("suffixTokens, suffixTokensInBlock and contextTokens cannot be negative")
         # prompt budgets larger than the context are shrunk to fit it (the server says so when the models

@@ -12,7 +12,7 @@ RECORDS = 2000
 @dataclass
 class Record:
     language: str
-    source: str              # model | reuse | cache | skipped | superseded | cancelled | error | not_ready
+    source: str              # model | fast | reuse | cache | skipped | superseded | cancelled | error | not_ready
     latency_s: float         # request received -> answer sent
     prompt_tokens: int = 0
     prompt_evaluated: int = 0
@@ -23,6 +23,8 @@ class Record:
     queue_s: float = 0.0     # waiting for the model thread (a pre-empted warm-up or prefetch step)
     prompt_s: float = 0.0    # prompt evaluation
     gen_s: float = 0.0       # generation
+    prompt_restored: int = 0  # prompt tokens whose KV state came back from the store
+    page: int = -1           # the line the prompt's prefix starts at (-1: no model call)
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -76,9 +78,9 @@ class ServerStats:
             d["steps"] += c.steps
 
     def summary(self, cache_hits: int, cache_lookups: int, include_records: bool = False) -> dict:
-        answered = [r for r in self.records if r.source in ("model", "reuse", "cache")]
+        answered = [r for r in self.records if r.source in ("model", "fast", "reuse", "cache")]
         lat = [r.latency_s * 1000 for r in answered]
-        model = [r for r in self.records if r.source == "model" and r.prompt_tokens]
+        model = [r for r in self.records if r.source in ("model", "fast") and r.prompt_tokens]
         ratios = [r.prompt_evaluated / r.prompt_tokens for r in model]
         out = {
             "requests": len(self.records),

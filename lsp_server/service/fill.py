@@ -1,0 +1,189 @@
+"""Filling ahead: what the model thread evaluates while the user is idle, for the place the user is at (the
+focus: the newest edit, request, cursor move or opened document). In order: the short prompt of a fast answer
+where the page's state is far from cached (a quick one, then one twice as long); the page itself, to its end,
+so that every cursor in it is served; the next page where typing on will soon need it; the prompt at the
+cursor, so that a request there evaluates nothing; and the pages next to the cursor's, above and below, where
+a short jump lands. Chunk by chunk: a request pre-empts it within one chunk (llama.cpp's abort callback),
+keeping what the two prompts share; the engine's KV store keeps what was evaluated, and the fill resumes from
+there once the model is idle again."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..engine import Cancel, shared_prefix
+from ..pipeline import CompletionRequest, Plan
+from .job import CURSOR_LINE_TOKENS
+
+if TYPE_CHECKING:
+    from .scheduler import CompletionService
+
+log = logging.getLogger("tandem.fill")
+
+
+@dataclass
+class Step:
+    name: str            # fast | page | next | prompt | near
+    tokens: list[int]
+    keep: int            # how much of it is worth a place in the KV store
+    wanted: int          # how much of it a request at the focus would share (kept when one pre-empts it)
+
+
+@dataclass
+class FillStats:
+    runs: int = 0
+    preempted: int = 0
+    cursor_moves: int = 0    # tandem/didMoveCursor notifications taken
+    tokens: dict[str, int] = field(default_factory=lambda: {"fast": 0, "page": 0, "next": 0, "prompt": 0,
+                                                            "near": 0})
+
+
+class Filler:
+    def __init__(self, service: "CompletionService"):
+        self.svc = service
+        self.focus: tuple[str, CompletionRequest] | None = None
+        self.cancel = Cancel()
+        self.step: Step | None = None     # the step on the model thread now
+        self.stats = FillStats()
+        self._timer: asyncio.TimerHandle | None = None
+        self._running = False
+
+    # ---- what the service tells it -----------------------------------------------------------------------
+
+    def want(self, uri: str, req: CompletionRequest) -> None:
+        """The user is now here: fill for this place when idle. A fill running for an older place goes on only
+        as far as it serves this place's first step (the same page: to its end; but where this place needs a
+        fast answer's prompt first, that comes first), else it stops within a chunk; what it evaluated stays in
+        the KV store, and a later step takes it up again."""
+        self.focus = (uri, req)
+        if self._running and self.step is not None:
+            asyncio.ensure_future(self._refocus(self.focus))
+        self.kick()
+
+    async def _refocus(self, focus: tuple[str, CompletionRequest]) -> None:
+        try:
+            steps = await asyncio.get_running_loop().run_in_executor(self.svc.context_pool, self.steps, focus[1])
+        except Exception:
+            steps = []
+        step = self.step
+        if self.focus is focus and step is not None:
+            self.cancel.set_keeping(shared_prefix(step.tokens, steps[0].tokens) if steps else 0)
+
+    def kick(self, delay_s: float | None = None) -> None:
+        """Run after the warm-up pause (or `delay_s`) unless something else uses the model by then."""
+        pause = self.svc.settings.warmup_pause_ms
+        if self.focus is None or self.svc.pipeline is None or pause < 0:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(pause / 1000 if delay_s is None else delay_s,
+                                      lambda: asyncio.ensure_future(self._run()))
+
+    def pre_empt(self) -> None:
+        """A request arrived: stop after what it will probably share (refined by `share` once it is planned)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.cancel.set_keeping(self.step.wanted if self.step is not None else 0)
+
+    def share(self, tokens: list[int]) -> None:
+        """The pre-empting request's prompt: the running step goes on only as far as the two agree."""
+        step = self.step
+        if step is not None:
+            keep = shared_prefix(step.tokens, tokens)
+            self.cancel.set_keeping(keep)
+            log.debug("a request pre-empts the %s fill at %d of %d tokens; it goes on to %d", step.name,
+                      len(self.svc.pipeline.engine.target.tokens) if self.svc.pipeline else -1, len(step.tokens),
+                      self.cancel.keep_until)
+
+    def forget(self, uri: str) -> None:
+        if self.focus is not None and self.focus[0] == uri:
+            self.focus = None
+            self.cancel.set()
+
+    def stop(self) -> None:
+        self.focus = None
+        if self._timer is not None:
+            self._timer.cancel()
+        self.cancel.set()
+
+    # ---- the fill ----------------------------------------------------------------------------------------
+
+    def busy(self) -> bool:
+        svc = self.svc
+        return self._running or any(svc.jobs.values()) or bool(svc._latest)
+
+    async def _run(self) -> None:
+        svc, pipeline = self.svc, self.svc.pipeline
+        self._timer = None
+        if pipeline is None or self.focus is None or self.busy():
+            return   # a request or prefetch holds the model; it kicks the fill again when it is done
+        focus = self.focus
+        uri, req = focus
+        if not svc.settings.language_enabled(req.document.language):
+            return
+        self._running = True
+        cancel = self.cancel = Cancel()
+        loop = asyncio.get_running_loop()
+        self.stats.runs += 1
+        svc.stats.warmups += 1
+        try:
+            try:
+                steps = await loop.run_in_executor(svc.context_pool, self.steps, req)
+            except Exception:   # a position the edit made invalid, a parse that failed: nothing to fill
+                return
+            engine = pipeline.engine
+            for step in steps:
+                if cancel.is_set() or self.svc.pipeline is not pipeline:
+                    break
+                if engine.cached(step.tokens) >= len(step.tokens) - 1:
+                    continue
+                self.step = step
+                log.debug("fill %s: %d tokens", step.name, len(step.tokens))
+
+                def work(step=step) -> int:
+                    if cancel.is_set():
+                        return 0
+                    with svc.stats.model_call():
+                        return engine.prewarm(step.tokens, cancel, keep=step.keep)
+
+                evaluated = await loop.run_in_executor(svc.model_pool, work)
+                self.stats.tokens[step.name] += evaluated
+                svc.stats.warmup_tokens += evaluated
+            if cancel.is_set():
+                self.stats.preempted += 1
+        finally:
+            self.step = None
+            self._running = False
+        if self.focus is not focus and self.focus is not None:
+            self.kick()   # the user moved while this ran: fill for the new place
+    def steps(self, req: CompletionRequest) -> list[Step]:
+        """What to evaluate for a focus, in order (runs on the context thread)."""
+        svc, pipeline = self.svc, self.svc.pipeline
+        plan: Plan = pipeline.plan(req)
+        p = plan.prompt
+        out: list[Step] = []
+        if plan.mode.complete and svc.too_far(plan):
+            # the quick fast prompt first (an answer within the budget soon), then the one twice as long
+            # (a short jump down from here evaluates only the lines between: each shares the small page above)
+            for n in pipeline.fast_sizes():
+                fast = pipeline.plan_fast(plan, n).prompt
+                out.append(Step("fast", fast.tokens, fast.stable, len(fast.tokens)))
+        if p.fill and p.kind == "page":
+            out.append(Step("page", p.fill, len(p.fill), max(0, p.stable - CURSOR_LINE_TOKENS)))
+        if p.next_fill:
+            out.append(Step("next", p.next_fill, len(p.next_fill), 0))
+        if plan.mode.complete:
+            out.append(Step("prompt", p.tokens, p.stable, max(0, p.stable - CURSOR_LINE_TOKENS)))
+        if p.kind == "page" and p.prefix_cut_lines + p.prefix_tokens > 0:
+            for fill in pipeline.near_fills(plan):
+                out.append(Step("near", fill, len(fill), 0))
+        return out
+
+    def summary(self) -> dict:
+        return {"runs": self.stats.runs, "preempted": self.stats.preempted,
+                "cursor_moves": self.stats.cursor_moves, "tokens": dict(self.stats.tokens),
+                "focus": self.focus[0] if self.focus else None, "running": self.step.name if self.step else None}

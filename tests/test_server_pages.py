@@ -1,0 +1,135 @@
+"""Real-size files through the real server over stdio: a far jump is answered at once from a short prompt, the
+page fills behind it while the user is idle, a jump inside the page then evaluates only the cursor's line and
+what follows, a request pre-empts the fill within one chunk, and the KV store stays within its budget."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from conftest import FIXTURES
+from lsp_helpers import SERVER, inline, open_doc, start, stats, wait_ready
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+REAL = FIXTURES / "real"
+OPTIONS = {"timeBudgetMs": 30000, "earlyAnswerMs": 0, "warmupPauseMs": 100}
+
+
+@pytest_lsp.fixture(config=SERVER, scope="module")
+async def client(lsp_client: LanguageClient):
+    await start(lsp_client, OPTIONS, root=REAL)
+    s = await wait_ready(lsp_client)
+    assert s["ready"], s["load_error"]
+    lsp_client.versions = {}
+    yield
+    await lsp_client.shutdown_session()
+
+
+def empty_line(client, uri: str, text: str, line: int) -> tuple[str, types.Position]:
+    """Empty a 1-based line to its indentation, as a user about to rewrite it; the text and the cursor."""
+    lines = text.split("\n")
+    old = lines[line - 1]
+    indent = old[:len(old) - len(old.lstrip())]
+    version = client.versions[uri] = client.versions.get(uri, 1) + 1
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=line - 1, character=len(indent)),
+                              end=types.Position(line=line - 1, character=len(old))), text="")]))
+    lines[line - 1] = indent
+    return "\n".join(lines), types.Position(line=line - 1, character=len(indent))
+
+
+def put_back(client, uri: str, text: str, line: int, original: str) -> str:
+    lines = text.split("\n")
+    indent = lines[line - 1]
+    version = client.versions[uri] = client.versions.get(uri, 1) + 1
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=line - 1, character=len(indent)),
+                              end=types.Position(line=line - 1, character=len(indent))),
+            text=original.split("\n")[line - 1][len(indent):])]))
+    lines[line - 1] = original.split("\n")[line - 1]
+    return "\n".join(lines)
+
+
+async def last_record(client) -> dict:
+    return (await stats(client, records=True))["records"][-1]
+
+
+async def idle(client, timeout: float = 240) -> dict:
+    """Wait until the fill has nothing left to do (or the timeout)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        s = await stats(client)
+        if s["fill"]["running"] is None and s["model"]["running"] == 0 and s["fill"]["tokens"]["page"] > 0:
+            await asyncio.sleep(0.5)
+            s2 = await stats(client)
+            if s2["fill"]["running"] is None and s2["fill"]["tokens"] == s["fill"]["tokens"]:
+                return s2
+        await asyncio.sleep(0.25)
+    raise TimeoutError("the fill did not finish")
+
+
+async def test_a_far_jump_answers_fast_then_the_page_serves_jumps_inside_it(client: LanguageClient):
+    path = REAL / "pflag_flag.go"
+    uri, original = open_doc(client, path)
+    text, pos = empty_line(client, uri, original, 999)
+    await asyncio.sleep(0.3)
+    await inline(client, uri, pos)
+    far = await last_record(client)
+    # nothing of this page is cached yet: a short prompt of the nearest lines answers now
+    assert far["source"] == "fast", far
+    assert far["prompt_tokens"] < 200
+    text = put_back(client, uri, text, 999, original)
+    s = await idle(client)
+    assert s["fill"]["tokens"]["page"] > 500
+    for line in (1003, 995):
+        text, pos = empty_line(client, uri, text, line)
+        await asyncio.sleep(0.2)
+        await inline(client, uri, pos)
+        rec = await last_record(client)
+        text = put_back(client, uri, text, line, original)
+        # the page's state serves the request: only the cursor's segment, the suffix and the FIM tokens are new
+        assert rec["source"] == "model", rec
+        assert rec["prompt_tokens"] > 300 and rec["prompt_evaluated"] <= 120, rec
+    mem = (await stats(client))["memory"]["kv_store"]
+    assert 0 < mem["bytes"] <= mem["budget_bytes"]
+    assert mem["target"]["entries"] <= mem["target"]["max_entries"]
+
+
+async def test_a_request_pre_empts_the_fill_within_one_chunk(client: LanguageClient):
+    path = REAL / "httpx_models.py"
+    uri, original = open_doc(client, path)
+    text, pos = empty_line(client, uri, original, 901)
+    t0 = time.monotonic()
+    while (await stats(client))["fill"]["running"] not in ("page", "fast", "next"):
+        assert time.monotonic() - t0 < 60, "no fill started"
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)   # well inside a chunk of the fill
+    other = REAL / "queryObserver.ts"
+    ouri, otext = open_doc(client, other)
+    _, opos = empty_line(client, ouri, otext, 421)
+    await inline(client, ouri, opos)
+    rec = await last_record(client)
+    s = await stats(client)
+    chunk_s = 64 / s["memory"]["kv_store"]["prompt_tok_s"]
+    # it waited for the model thread less than one 64-token chunk of the fill takes (llama.cpp's abort callback
+    # stops the chunk mid-way), with room for a busy machine
+    assert rec["queue_s"] < chunk_s + 0.5, (rec, chunk_s)
+    assert s["fill"]["preempted"] >= 1
+
+
+async def test_stats_say_what_was_decided_about_the_draft_model(client: LanguageClient):
+    s = await stats(client)
+    d = s["draft_model"]
+    # resident where it can pay, unloaded where it cannot, and the figures that decided it
+    assert d["decision"].startswith("resident: " if d["resident"] else "unloaded: ")
+    assert ("can pay" if d["resident"] else "cannot pay") in d["decision"] and "ms" in d["decision"]
+    assert s["memory"]["segment_tokens"]["entries"] <= s["memory"]["segment_tokens"]["limit"]
+    assert s["memory"]["files_chosen"]["documents"] <= s["memory"]["files_chosen"]["limit"]
