@@ -44,6 +44,15 @@ local test = coroutine.create(function()
     if lines[i]:match("^%s+$") then row = i; break end
   end
   vim.api.nvim_win_set_cursor(0, { row, 0 })
+  -- the plugin reports the move (no edit in it) once the cursor rests, and the server fills there
+  if not wait_until(function()
+    local s = require("tandem").stats(0)
+    result.cursor_moves = s and s.fill and s.fill.cursor_moves or 0
+    return result.cursor_moves > 0
+  end, 30) then
+    note("no cursor report"); return finish(false)
+  end
+  note("cursor reported")
   vim.api.nvim_input("A" .. os.getenv("TANDEM_TYPE"))
   if not wait_until(function()
     return vim.fn.mode() == "i" and vim.fn.pumvisible() == 1 and #vim.fn.complete_info({ "items" }).items > 0

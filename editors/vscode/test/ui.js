@@ -64,6 +64,10 @@ async function main() {
     await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")]
       .some((e) => /Tandem (ready|[0-9.]+ tok\/s)/.test(e.textContent || "")), null, { timeout: 180000 });
     note("server ready");
+    // a move with no edit in it: the extension reports it (tandem/didMoveCursor), checked in the stats below
+    await page.keyboard.press("ArrowUp");
+    await page.keyboard.press("Control+End");
+    await new Promise((r) => setTimeout(r, 1000));
     await page.keyboard.type("value, ok := s.items[", { delay: 60 });
     try {
       await page.waitForSelector(".ghost-text-decoration, .ghost-text", { timeout: 60000 });
@@ -81,6 +85,22 @@ async function main() {
     // Monaco renders spaces as non-breaking spaces
     out.line = (lines.map((l) => l.replace(/\u00a0/g, " ")).find((l) => l.includes("value, ok := s.items[")) || "");
     out.ok = out.line.trim().length > "value, ok := s.items[".length && out.line.includes(ghost.trim().split("\n")[0]);
+    // the server's statistics, as the extension's command shows them (a JSON document): find the counter
+    await page.keyboard.press("F1");
+    await page.keyboard.type("Tandem: Show Statistics", { delay: 20 });
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => [...document.querySelectorAll(".tab")].some((t) => /Untitled/.test(t.textContent || "")),
+                               null, { timeout: 30000 });
+    await new Promise((r) => setTimeout(r, 500));
+    await page.keyboard.press("Control+F");
+    await page.keyboard.type('"cursor_moves"', { delay: 20 });
+    await page.keyboard.press("Enter");
+    await new Promise((r) => setTimeout(r, 500));
+    const shown = await page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els.map((e) => e.textContent));
+    const m = shown.map((l) => l.replace(/\u00a0/g, " ")).join("\n").match(/"cursor_moves": (\d+)/);
+    out.cursor_moves = m ? Number(m[1]) : null;
+    note(`cursor moves reported: ${out.cursor_moves}`);
+    out.ok = out.ok && out.cursor_moves > 0;
   } finally {
     await browser.close();
     server.kill();
