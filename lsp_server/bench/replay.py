@@ -234,11 +234,22 @@ class Replayer:
         self.client.text_document_did_open(types.DidOpenTextDocumentParams(
             text_document=types.TextDocumentItem(uri=uri, language_id=lang, version=1, text=text)))
         typist = self.typist = Typist(s.seed, self.speed)   # the session in progress, for a soak's clock
-        version, cursor, done = 1, s.offset, 0
-        pending: tuple[asyncio.Future, str, float] | None = None
-        shown = ""          # the ghost text on screen, if any
         self.log(f"  {s.file.name}: typing {len(typed)} characters")
         await asyncio.sleep(typist.read())
+        await self.type_stretch(uri, 1, text, s.offset, typed, typist)
+        self.c.typing_s += typist.clock
+        self.typist = None
+        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+
+    async def type_stretch(self, uri: str, version: int, text: str, cursor: int, typed: str,
+                           typist: Typist) -> tuple[int, str]:
+        """Type `typed` at `cursor` in an open document as a person does: a request after every key (the
+        previous one cancelled), waiting for ghost text at pauses, typing through or accepting what matches.
+        Returns the document's version and text afterwards."""
+        done = 0
+        pending: tuple[asyncio.Future, str, float] | None = None
+        shown = ""          # the ghost text on screen, if any
         while done < len(typed):
             key = next_key(typed[done:])
             if pending is not None:
@@ -289,10 +300,7 @@ class Replayer:
                         self.count_through(through, source)
         if pending is not None:
             self.cancel(pending[0], pending[1])
-        self.c.typing_s += typist.clock
-        self.typist = None
-        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
-            text_document=types.TextDocumentIdentifier(uri=uri)))
+        return version, text
 
 
 def plain(obj):
@@ -371,7 +379,7 @@ async def replay(sessions: list[Session], server_cmd: list[str], speed: float = 
 
 
 def report(c: Counts, st: dict, peak_mb: float | None, seconds: float, speed: float) -> dict:
-    model = [r for r in st.get("records", []) if r["source"] == "model" and r["prompt_tokens"]]
+    model = [r for r in st.get("records", []) if r["source"] in ("model", "fast") and r["prompt_tokens"]]
     fractions = [r["prompt_evaluated"] / r["prompt_tokens"] for r in model]
     generated = st["tokens"]["generated"]
     return {
@@ -398,7 +406,7 @@ def report(c: Counts, st: dict, peak_mb: float | None, seconds: float, speed: fl
         "warmups": st.get("warmups"),
         "server_by_source": st.get("by_source"),
         "peak_rss_mb": round(peak_mb, 1) if peak_mb else None,
-        "server_records": [r for r in st.get("records", []) if r["source"] in ("model", "reuse")],
+        "server_records": [r for r in st.get("records", []) if r["source"] in ("model", "fast", "reuse")],
         "targets": TARGETS,
     }
 

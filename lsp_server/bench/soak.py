@@ -19,12 +19,25 @@ GROWTH_LIMIT_MIB = 100
 
 def _sample(t0: float, stats: dict, typing_s: float) -> dict:
     mem = stats["memory"]
-    return {"wall_s": round(time.perf_counter() - t0, 1), "typing_min": round(typing_s / 60, 2),
-            "rss_mib": mem["rss_mib"], "typing_cache": mem["typing_cache"]["entries"],
-            "definition_index": mem["definition_index"]["documents"], "records": mem["records"]["entries"],
-            "jobs": mem["jobs"], "pending_requests": mem["pending_requests"], "documents": mem["documents"],
-            "handlers_in_flight": mem.get("handlers_in_flight"),
-            "model_calls": stats["model"]["calls"], "model_peak": stats["model"]["peak_concurrent"]}
+    out = {"wall_s": round(time.perf_counter() - t0, 1), "typing_min": round(typing_s / 60, 2),
+           "rss_mib": mem["rss_mib"], "jobs": mem["jobs"], "pending_requests": mem["pending_requests"],
+           "documents": mem["documents"], "handlers_in_flight": mem.get("handlers_in_flight"),
+           "model_calls": stats["model"]["calls"], "model_peak": stats["model"]["peak_concurrent"]}
+    # every bounded structure: its size (the entry's first count) next to its limit
+    for key, entry in mem.items():
+        if isinstance(entry, dict) and "limit" in entry:
+            out[key] = next(v for k, v in entry.items() if k != "limit" and isinstance(v, (int, float)))
+    if isinstance(mem.get("kv_store"), dict):
+        out["kv_store_bytes"] = mem["kv_store"]["bytes"]
+    return out
+
+
+def _limits(stats: dict) -> dict:
+    mem = stats["memory"]
+    out = {k: v["limit"] for k, v in mem.items() if isinstance(v, dict) and "limit" in v}
+    if isinstance(mem.get("kv_store"), dict):
+        out["kv_store_bytes"] = mem["kv_store"]["budget_bytes"]
+    return out
 
 
 async def soak(sessions: list[Session], server_cmd: list[str], minutes: float, speed: float,
@@ -40,8 +53,7 @@ async def soak(sessions: list[Session], server_cmd: list[str], minutes: float, s
         async def sampler():
             while True:
                 st = await server_stats(client)
-                limits.update({k: v["limit"] for k, v in st["memory"].items()
-                               if isinstance(v, dict) and "limit" in v})
+                limits.update(_limits(st))
                 samples.append(_sample(t0, st, counts.typing_s + replayer_clock()))
                 await asyncio.sleep(sample_s)
 
@@ -73,7 +85,7 @@ def soak_report(samples: list[dict], limits: dict, c: Counts, rounds: int, warm_
                 speed: float, patience: float, seconds: float) -> dict:
     rss = [s["rss_mib"] for s in samples if s["rss_mib"] is not None]
     warm = [s["rss_mib"] for s in samples[warm_at:] if s["rss_mib"] is not None] or rss
-    peaks = {k: max(s[k] for s in samples) for k in limits}
+    peaks = {k: max(s.get(k, 0) for s in samples) for k in limits}
     return {
         "typing_minutes": round(c.typing_s / 60, 1), "asked_minutes": minutes, "speed": speed,
         "patience_s": patience, "non_empty_answers": c.answered - c.empty,

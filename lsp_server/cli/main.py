@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from .. import __version__
 
@@ -117,6 +118,21 @@ def cmd_replay(args) -> None:
         _die(str(e), 1)
 
 
+def cmd_visits(args) -> None:
+    from ..bench.visits import cli
+    try:
+        cli(args)
+    except (FileNotFoundError, RuntimeError, ValueError) as e:
+        _die(str(e), 1)
+
+
+def cmd_kv_bench(args) -> None:
+    from ..bench.kvbench import run
+    result = run(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+
+
 def cmd_soak(args) -> None:
     from ..bench.soak import run_soak
     try:
@@ -127,7 +143,8 @@ def cmd_soak(args) -> None:
 
 def cmd_bench(args) -> None:
     from ..bench.run import run_bench
-    engine, _ = _load_engine(args)
+    # a fixed draft-model column needs the draft model even where the controller would unload it
+    engine, _ = _load_engine(args, **({"draft_resident": "always"} if args.with_model_draft else {}))
     try:
         run_bench(engine, args)
     finally:
@@ -175,6 +192,28 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--options", help="initializationOptions for the server, as JSON")
     r.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     r.set_defaults(func=cmd_replay)
+
+    v = sub.add_parser("visits", help="open, jump, switch, return and type in real-size files against `tandem "
+                                      "serve`; latency per kind of visit")
+    v.add_argument("--visits", help="a visits.json (default: fixtures/real/visits.json)")
+    v.add_argument("--limit", type=int, default=0, help="only the first N visits")
+    v.add_argument("--options", help="initializationOptions for the server, as JSON")
+    v.add_argument("--server-cmd", help="the server to drive, as a shell command (default: this tandem's serve)")
+    v.add_argument("--think", type=float, default=1.0, help="seconds at a new spot before editing (default 1)")
+    v.add_argument("--read", type=float, default=1.0, help="seconds reading each answer (default 1)")
+    v.add_argument("--no-cursor", action="store_true",
+                   help="a plain LSP client: no tandem/didMoveCursor when the cursor lands somewhere")
+    v.add_argument("--json", metavar="PATH", help="write the figures and every visit as JSON")
+    v.set_defaults(func=cmd_visits)
+
+    q = sub.add_parser("kv-bench", help="RAM snapshots of KV states against one unified llama.cpp cache, measured")
+    q.add_argument("--target", metavar="GGUF", help="the model (default: the cached default target)")
+    q.add_argument("--tokens", type=int, default=1500, help="tokens per prompt (default 1500, a page)")
+    q.add_argument("--sequences", type=int, nargs="*", default=[1, 4, 8], help="unified caches to try (default 1 4 8)")
+    q.add_argument("--threads", type=int, default=0, help="CPU threads (default 2)")
+    q.add_argument("--reps", type=int, default=5, help="repetitions; the best is reported (default 5)")
+    q.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    q.set_defaults(func=cmd_kv_bench)
 
     k = sub.add_parser("soak", help="replay typing for a long time against one server and watch its memory")
     k.add_argument("--minutes", type=float, default=60, help="minutes of the users' own typing time (default 60)")
