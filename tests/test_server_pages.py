@@ -129,7 +129,8 @@ async def test_stats_say_what_was_decided_about_the_draft_model(client: Language
     s = await stats(client)
     d = s["draft_model"]
     # resident where it can pay, unloaded where it cannot, and the figures that decided it
-    assert d["decision"].startswith("resident: " if d["resident"] else "unloaded: ")
+    # (loaded again once measured costs say it could pay: another process loading this CPU changes them)
+    assert d["decision"].startswith(("resident: ", "reloaded: ") if d["resident"] else "unloaded: ")
     assert ("can pay" if d["resident"] else "cannot pay") in d["decision"] and "ms" in d["decision"]
     assert s["memory"]["segment_tokens"]["entries"] <= s["memory"]["segment_tokens"]["limit"]
     assert s["memory"]["files_chosen"]["documents"] <= s["memory"]["files_chosen"]["limit"]

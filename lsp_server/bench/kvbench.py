@@ -2,7 +2,8 @@
 side on this machine with the target model: copying one sequence's state out to RAM and back
 (`llama_state_seq_get_data` / `llama_state_seq_set_data`, what the KV store does) and one unified cache holding
 a sequence per prompt (`n_seq_max`, `kv_unified`; a copy between sequences is `llama_memory_seq_cp`), where
-every decode attends over all the cells held. Also what evaluating the prompt again costs."""
+every decode attends over all the cells held. Also what evaluating the prompt again costs, and the resident
+size of the server's engine (default settings) with its KV store held at its budget."""
 from __future__ import annotations
 
 import ctypes
@@ -14,6 +15,7 @@ import numpy as np
 import llama_cpp
 
 from ..engine import registry
+from ..engine.engine import Engine, EngineConfig, resident_mib
 from ..engine.llama import LlamaModel
 
 
@@ -94,11 +96,43 @@ def unified_figures(path: str, n: int, n_seq: int, threads: int, reps: int) -> d
         llama_cpp.llama_model_free(model)
 
 
+def peak_mib() -> float:
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def full_store_figures(target: str | None, n: int) -> dict:
+    """The engine as the server builds it with default settings (the automatic budget, the draft model unloaded
+    where it cannot pay), one real page state evaluated and saved, then the store filled to its budget with
+    copies of it under other keys (real bytes, as many pages would be): the process's resident size then."""
+    engine = Engine(EngineConfig(target_path=target, stats_path=""), log=lambda msg: None)
+    try:
+        m = engine.target
+        store = m.store
+        rss_loaded = resident_mib()
+        toks = _tokens(n)
+        m.prefill(toks, keep=len(toks))
+        m.prefill(_tokens(8, salt=1))          # another prompt: the page is saved before it is overwritten
+        blob = store.entries[-1].blob
+        i = 2
+        while store.nbytes + blob.nbytes <= store.limit_bytes and len(store) < store.max_entries:
+            store.add(_tokens(n, salt=i), blob.copy())
+            i += 1
+        return {"budget_mib": engine.store_budget_mib, "states": len(store), "held_mib": store.nbytes / 2 ** 20,
+                "draft": engine.draft_decision, "rss_loaded_mib": rss_loaded, "rss_full_mib": resident_mib(),
+                "peak_mib": peak_mib()}
+    finally:
+        engine.close()
+
+
 def run(args) -> dict:
     path = args.target or str(registry.default_path(registry.DEFAULT_TARGET))
     threads = args.threads or 2
     print(f"kv-bench: {path}, {args.tokens} tokens per prompt, {threads} threads, best of {args.reps}",
           file=sys.stderr)
+    full = full_store_figures(args.target, args.tokens)    # first: a process with nothing else loaded before
     snap = snapshot_figures(path, args.tokens, threads, args.reps)
     print(f"RAM snapshots: evaluating {snap['tokens']} tokens {snap['evaluate_s']:.1f} s; their state "
           f"{snap['state_mib']:.1f} MiB: save {snap['save_ms']:.1f} ms, restore {snap['restore_ms']:.1f} ms; "
@@ -110,4 +144,8 @@ def run(args) -> dict:
         print(f"unified cache, {k} sequences of {args.tokens} held ({u['kv_mib_reserved']:.0f} MiB reserved): "
               f"decode 1 token {u['decode1_ms']:.1f} ms, 64 tokens {u['decode64_ms']:.0f} ms, seq_cp "
               f"{u['seq_cp_ms']:.2f} ms")
-    return {"snapshot": snap, "unified": rows}
+    print(f"the engine with default settings: {full['rss_loaded_mib']:,.0f} MiB resident when loaded (draft "
+          f"model {full['draft'].split(':')[0]}); its KV store filled to the budget of {full['budget_mib']:.0f} MiB "
+          f"({full['states']} states, {full['held_mib']:.0f} MiB): {full['rss_full_mib']:,.0f} MiB resident "
+          f"= {full['rss_full_mib'] * 2 ** 20 / 1e9:.2f} GB (target <= 2.5 GB), peak {full['peak_mib']:,.0f} MiB")
+    return {"snapshot": snap, "unified": rows, "full_store": full}

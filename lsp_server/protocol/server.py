@@ -127,7 +127,8 @@ def build_server() -> TandemServer:
 def serve(tcp_port: int | None = None, host: str = "127.0.0.1") -> None:
     # TANDEM_LOG=debug shows the scheduler's decisions (fast answers, fills, what a pre-empted fill keeps)
     level = getattr(logging, os.environ.get("TANDEM_LOG", "info").upper(), logging.INFO)
-    logging.basicConfig(stream=sys.stderr, level=level, format="tandem: %(message)s")
+    fmt = "tandem: %(relativeCreated)9.0f ms %(message)s" if level <= logging.DEBUG else "tandem: %(message)s"
+    logging.basicConfig(stream=sys.stderr, level=level, format=fmt)
     logging.getLogger("pygls").setLevel(logging.WARNING)   # it logs every message at INFO
     server = build_server()
     try:

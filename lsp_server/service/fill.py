@@ -58,6 +58,7 @@ class Filler:
         fast answer's prompt first, that comes first), else it stops within a chunk; what it evaluated stays in
         the KV store, and a later step takes it up again."""
         self.focus = (uri, req)
+        log.debug("focus %s:%d%s", uri.rsplit("/", 1)[-1], req.line, " (a fill runs)" if self._running else "")
         if self._running and self.step is not None:
             asyncio.ensure_future(self._refocus(self.focus))
         self.kick()
@@ -70,6 +71,8 @@ class Filler:
         step = self.step
         if self.focus is focus and step is not None:
             self.cancel.set_keeping(shared_prefix(step.tokens, steps[0].tokens) if steps else 0)
+            log.debug("the %s fill goes on to %d of %d tokens for the new focus", step.name,
+                      self.cancel.keep_until, len(step.tokens))
 
     def kick(self, delay_s: float | None = None) -> None:
         """Run after the warm-up pause (or `delay_s`) unless something else uses the model by then."""
@@ -152,6 +155,7 @@ class Filler:
 
                 evaluated = await loop.run_in_executor(svc.model_pool, work)
                 self.stats.tokens[step.name] += evaluated
+                log.debug("fill %s: %d evaluated%s", step.name, evaluated, ", stopped" if cancel.is_set() else "")
                 svc.stats.warmup_tokens += evaluated
             if cancel.is_set():
                 self.stats.preempted += 1
@@ -169,9 +173,13 @@ class Filler:
         if plan.mode.complete and svc.too_far(plan):
             # the quick fast prompt first (an answer within the budget soon), then the one twice as long
             # (a short jump down from here evaluates only the lines between: each shares the small page above)
-            for n in pipeline.fast_sizes():
+            sizes = pipeline.fast_sizes()
+            if svc.missing(plan) <= 2 * sizes[1]:
+                sizes = sizes[:1]   # a small page (a short file) fills soon: the longer one would only delay it
+            for n in sizes:
                 fast = pipeline.plan_fast(plan, n).prompt
-                out.append(Step("fast", fast.tokens, fast.stable, len(fast.tokens)))
+                # kept whole: the next step overwrites the live cache, and a request here restores all of it
+                out.append(Step("fast", fast.tokens, len(fast.tokens), len(fast.tokens)))
         if p.fill and p.kind == "page":
             out.append(Step("page", p.fill, len(p.fill), max(0, p.stable - CURSOR_LINE_TOKENS)))
         if p.next_fill:

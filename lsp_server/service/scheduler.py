@@ -154,7 +154,7 @@ class CompletionService:
 
         return await self._answer(uri, plan, superseded, t0)
 
-    def _missing(self, plan: Plan) -> int:
+    def missing(self, plan: Plan) -> int:
         """Prompt tokens of a plan that neither the live cache nor the KV store holds."""
         return len(plan.prompt.tokens) - self.pipeline.engine.cached(plan.prompt.tokens)
 
@@ -164,7 +164,7 @@ class CompletionService:
         budget = self.settings.prompt_budget_ms
         if budget < 0 or self.pipeline is None or plan.fast:
             return False
-        return self.pipeline.engine.prompt_seconds(self._missing(plan)) * 1000 > budget
+        return self.pipeline.engine.prompt_seconds(self.missing(plan)) * 1000 > budget
 
     def _choose_prompt(self, plan: Plan) -> Plan:
         """The page's prompt is too far from cached: the best of it and the two fast prompts (larger first) whose
@@ -173,7 +173,7 @@ class CompletionService:
         pipeline = self.pipeline
         quick, better = (pipeline.plan_fast(plan, n) for n in pipeline.fast_sizes())
         order = [plan, better, quick]   # best answers first
-        missing = [self._missing(p) for p in order]
+        missing = [self.missing(p) for p in order]
         log.debug("request at %s:%d: page %d tokens, %d not cached; fast %d/%d, %d/%d not cached",
                   plan.request.document.path.rsplit("/", 1)[-1], plan.request.line + 1, len(plan.prompt.tokens),
                   missing[0], len(better.prompt.tokens), len(quick.prompt.tokens), missing[1], missing[2])
@@ -299,7 +299,7 @@ class CompletionService:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("start a %s job at %s:%d (%s prompt, %d tokens, %d not cached)",
                       "prefetch" if base else "request", uri.rsplit("/", 1)[-1], plan.request.line + 1,
-                      plan.prompt.kind, len(plan.prompt.tokens), self._missing(plan))
+                      plan.prompt.kind, len(plan.prompt.tokens), self.missing(plan))
         pipeline = self.pipeline
 
         def run() -> Generation | None:
