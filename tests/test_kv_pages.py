@@ -119,6 +119,24 @@ def test_background_filling_stops_within_one_chunk(engine, store):
     assert engine.target.counters.evaluated - before <= len(toks) - at + 1
 
 
+def test_a_cancel_inside_a_chunk_keeps_what_the_replacing_prompt_shares(engine, store):
+    """A cancel that spares a start ending inside the chunk under way: the chunk is aborted, and the spared
+    part evaluated after all, so a prompt cancelled at every keystroke still gets further each time."""
+    toks = engine.tokenize("value = compute(1)\n" * 300)
+    engine.target.prefill(toks[:8])
+    cancel = Cancel()
+    done = {}
+    t = threading.Thread(target=lambda: done.setdefault("n", engine.prewarm(toks, cancel, keep=len(toks))))
+    t.start()
+    while len(engine.target.tokens) < 8 + PREFILL_CHUNK and t.is_alive():
+        pass
+    at = len(engine.target.tokens)
+    cancel.set_keeping(at + PREFILL_CHUNK // 2)   # inside the chunk being evaluated now
+    t.join(30)
+    assert len(engine.target.tokens) == at + PREFILL_CHUNK // 2
+    assert engine.target.tokens == toks[:len(engine.target.tokens)]
+
+
 def test_speculation_on_a_restored_state_equals_plain_greedy(engine, pipeline, store):
     saved = engine.controller.costs
     engine.controller.costs = CostModel({1: 0.030, 2: 0.0305, 4: 0.031, 8: 0.032, 16: 0.035})

@@ -60,6 +60,10 @@ class Cancel(threading.Event):
         self.set()
 
 
+def _kept(cancel) -> int:
+    return getattr(cancel, "keep_until", 0)
+
+
 def _stops_at(cancel, end: int) -> bool:
     """Whether a prompt chunk ending at position `end` should stop for this cancel flag."""
     return cancel.is_set() and end > getattr(cancel, "keep_until", 0)
@@ -246,8 +250,12 @@ class LlamaModel:
         step = self.n_batch if cancel is None else min(self.n_batch, PREFILL_CHUNK)
         for start in range(0, len(tokens), step):
             chunk = tokens[start:start + step]
+            trimmed = False
             if cancel is not None and _stops_at(cancel, len(self.tokens) + len(chunk)):
-                raise Cancelled()
+                room = _kept(cancel) - len(self.tokens)
+                if room <= 0:
+                    raise Cancelled()
+                chunk, trimmed = chunk[:room], True   # only what the replacing prompt shares, then stop
             last_chunk = start + step >= len(tokens)
             b = self.batch
             pos0 = len(self.tokens)
@@ -268,6 +276,7 @@ class LlamaModel:
                     self._abort_on = None
                 if rc == 2 and cancel.is_set():   # aborted: llama.cpp dropped this chunk's positions
                     llama_cpp.llama_memory_seq_rm(self.mem, 0, pos0, -1)
+                    self._decode_kept(chunk, pos0, _kept(cancel) - pos0)
                     raise Cancelled()
             else:
                 rc = llama_cpp.llama_decode(self.ctx, b)
@@ -278,6 +287,27 @@ class LlamaModel:
             self.tokens.extend(chunk)
             self.counters.evaluated += len(chunk)
             self.counters.decode_calls += 1
+            if trimmed:
+                raise Cancelled()
+
+    def _decode_kept(self, chunk: list[int], pos0: int, room: int) -> None:
+        """After an abort mid-chunk: the chunk's start that the replacing prompt shares is evaluated after all
+        (that prompt would evaluate it next; without this, a cancel between keystrokes that lands in a chunk
+        loses the whole chunk, and a prompt cancelled at every keystroke never gets further)."""
+        if room <= 0:
+            return
+        part = chunk[:room]
+        b = self.batch
+        for i, t in enumerate(part):
+            b.token[i], b.pos[i], b.n_seq_id[i], b.seq_id[i][0], b.logits[i] = t, pos0 + i, 1, 0, 0
+        b.logits[len(part) - 1] = 1
+        b.n_tokens = len(part)
+        if llama_cpp.llama_decode(self.ctx, b) != 0:
+            llama_cpp.llama_memory_seq_rm(self.mem, 0, pos0, -1)
+            return
+        self.tokens.extend(part)
+        self.counters.evaluated += len(part)
+        self.counters.decode_calls += 1
 
     def logits(self, row: int = -1) -> np.ndarray:
         """A view of the logits at a position of the last decoded batch (-1: its last output row);
