@@ -205,6 +205,7 @@ def test_an_unloaded_draft_model_is_loaded_again_once_it_could_pay(engine):
     from lsp_server.engine import engine as engine_module
     assert engine.draft is not None, "the session engine keeps its draft (draft_resident='always')"
     saved_costs, saved_draft, saved_drafter = engine.controller.costs, engine.draft, engine.model_drafter
+    saved_budget = engine.store_budget_mib
     path = saved_draft.path
     try:
         engine.draft, engine.model_drafter, engine._draft_path = None, None, path
@@ -214,6 +215,8 @@ def test_an_unloaded_draft_model_is_loaded_again_once_it_could_pay(engine):
         assert engine.maybe_reload_draft()
         assert engine.draft is not None and engine.draft.path == path and engine.draft.store is not None
         assert engine.draft_decision.startswith("reloaded: ") and "can pay" in engine.draft_decision
+        # the automatic store budget gives back what the draft's weights now take
+        assert engine.store_budget_mib <= saved_budget
         # checked at most once a minute
         engine.draft.close()
         engine.draft = None
@@ -223,4 +226,5 @@ def test_an_unloaded_draft_model_is_loaded_again_once_it_could_pay(engine):
             engine.draft.close()
         engine.draft, engine.model_drafter = saved_draft, saved_drafter
         engine.controller.costs = saved_costs
+        engine.store_budget_mib = saved_budget
         engine._attach_stores()

@@ -154,6 +154,9 @@ class Engine:
                 return False
             self.draft, self.model_drafter = draft, ModelDrafter(draft)
             self.draft_decision = "reloaded: " + self._draft_reason()
+            if self.cfg.kv_store_mib < 0:
+                # the automatic budget was what the unloaded draft left free: its weights take part of it back
+                self.store_budget_mib = self._store_budget(-1)
             self._attach_stores()
         self.log(f"draft model {self._draft_path} loaded again: the measured costs say it can pay now")
         return True
