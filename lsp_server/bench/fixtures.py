@@ -28,12 +28,19 @@ class Case:
     expected: str | None
 
 
-def default_root() -> Path:
+def find_fixture(relative: str, option: str, directory: bool = False) -> Path:
+    """`fixtures/<relative>` (a file, or a folder) in the working directory or above, else above this package
+    (a source checkout)."""
     here = Path(__file__).resolve()
     for parent in [Path.cwd(), *here.parents]:
-        if (parent / "fixtures" / "bench").is_dir():
-            return parent / "fixtures" / "bench"
-    raise FileNotFoundError("fixtures/bench not found; pass --fixtures")
+        path = parent / "fixtures" / relative
+        if path.is_dir() if directory else path.is_file():
+            return path
+    raise FileNotFoundError(f"fixtures/{relative} not found; pass {option}")
+
+
+def default_root() -> Path:
+    return find_fixture("bench", "--fixtures", directory=True)
 
 
 def load_case(path: Path, category: str) -> Case:

@@ -23,7 +23,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.client import LanguageClient
 
 from ..service.stats import percentile
-from .fixtures import MARKER
+from .fixtures import MARKER, find_fixture
 
 TARGETS = {"p50_ms": 600, "p95_ms": 2000, "evaluated_fraction": 0.15, "rss_mb": 2560}
 
@@ -58,11 +58,7 @@ class Counts:
 
 
 def default_sessions() -> Path:
-    here = Path(__file__).resolve()
-    for parent in [Path.cwd(), *here.parents]:
-        if (parent / "fixtures" / "replays" / "sessions.json").is_file():
-            return parent / "fixtures" / "replays" / "sessions.json"
-    raise FileNotFoundError("fixtures/replays/sessions.json not found; pass --sessions")
+    return find_fixture("replays/sessions.json", "--sessions")
 
 
 def load_sessions(path: Path) -> list[Session]:

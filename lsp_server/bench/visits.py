@@ -23,6 +23,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ..service.stats import percentile
+from .fixtures import find_fixture
 from .replay import Counts, Replayer, Typist, position, rss_peak_mb, running_server, server_stats
 
 THINK_S = 1.0     # finding the spot after a jump, a switch or an open, before editing
@@ -53,11 +54,7 @@ class Outcome:
 
 
 def default_visits() -> Path:
-    here = Path(__file__).resolve()
-    for parent in [Path.cwd(), *here.parents]:
-        if (parent / "fixtures" / "real" / "visits.json").is_file():
-            return parent / "fixtures" / "real" / "visits.json"
-    raise FileNotFoundError("fixtures/real/visits.json not found; pass --visits")
+    return find_fixture("real/visits.json", "--visits")
 
 
 def load_visits(path: Path) -> tuple[dict[str, tuple[Path, str]], list[Visit]]:
