@@ -3,6 +3,7 @@ The `tandem` CLI and the language server both call this; the server splits it in
 caches in between."""
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Callable
@@ -57,7 +58,8 @@ class Plan:
 
     @property
     def around(self) -> postprocess.Around:
-        return postprocess.Around(self.prefix, self.suffix, self.context.language, self.mode.multiline)
+        return postprocess.Around(self.prefix, self.suffix, self.context.language, self.mode.multiline,
+                                  needs=self.context.needs)
 
     @property
     def fast(self) -> bool:
@@ -78,6 +80,21 @@ class Completion:
 GENERATION_RESERVE = 128 + 64
 # the prefix of a fast answer's prompt (the nearest lines), in tokens
 FAST_PREFIX_TOKENS = 96
+# where the code below needs names the hole must bind, the suffix reaches their first uses, up to this long: the
+# model writes the name the code reads only when it sees it read (HumanEval/19/L0: `value_map`, used 10 lines
+# below, past a 16- or 64-token suffix)
+NEEDS_SUFFIX_TOKENS = 192
+
+
+def uses_end(suffix: str, names: frozenset[str]) -> int:
+    """Where in `suffix` the line ends that holds the last of the names' first uses (0: none found)."""
+    end = 0
+    for name in names:
+        m = re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", suffix)
+        if m:
+            nl = suffix.find("\n", m.end())
+            end = max(end, len(suffix) if nl < 0 else nl + 1)
+    return end
 
 
 class Pipeline:
@@ -135,10 +152,15 @@ class Pipeline:
 
     def _plan(self, req: CompletionRequest, ctx: CursorContext, fast: bool, fast_tokens: int | None = None) -> Plan:
         multiline = ctx.mode.multiline
-        max_tokens = req.max_tokens if multiline else req.max_tokens_single_line
+        # a line that may take the lines binding the names below with it (postprocess.Around.line_end)
+        max_tokens = req.max_tokens if multiline or ctx.needs else req.max_tokens_single_line
         parts = PromptParts(ctx.prefix, ctx.suffix, path=req.document.path, files=ctx.files, outline=ctx.outline,
                             imports=ctx.imports)
         budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix))
+        if ctx.needs and (reach := uses_end(ctx.suffix, ctx.needs)):
+            want = min(NEEDS_SUFFIX_TOKENS, len(self.segments.tokenize(ctx.suffix[:reach])))
+            if want > budget.suffix_tokens:
+                budget = replace(budget, suffix_tokens=want)
 
         def build(b: PromptBudget) -> Prompt:
             if fast:

@@ -154,3 +154,33 @@ def test_code_of_the_cursors_block_below_asks_for_the_longer_suffix():
     assert b.for_place(True).suffix_tokens == 64 and b.for_place(False) is b
     assert PromptBudget(1024, 16, 512).for_place(True).suffix_tokens == 16
     assert b.total == 1024 + 64 + 512 and b.within(800).suffix_in_block < 64
+
+
+def needs(prefix: str, suffix: str) -> set[str]:
+    from lsp_server.context.names import needed_names
+    return set(needed_names(parse(prefix + suffix, "python"), len(prefix.encode()), "python"))
+
+
+def test_names_the_code_below_needs_and_nothing_above_binds():
+    # HumanEval/70/L0: `res, switch = [], True` emptied; `switch = not switch` reads it before binding it
+    body = "\n    while lst:\n        res.append(min(lst) if switch else max(lst))\n        switch = not switch\n    return res\n"
+    assert needs("def strange_sort_list(lst):\n    ", body) == {"res", "switch"}
+    # bound above (a parameter, an assignment, an import, a loop), builtins, attributes and keywords: not needed
+    assert needs("import math\n\ndef f(xs, k=2):\n    total = 0\n    for i, x in enumerate(xs):\n        ",
+                 "\n        total += math.floor(x) * k + i\n    return sorted(xs, key=len).count(total)\n") == set()
+    # a comprehension's variable, a nested function's parameter, a name bound below before its use
+    assert needs("def f(s):\n    ", "\n    def check(w):\n        return w\n    y = [c for c in s]\n    return y\n") == set()
+    # what other functions and the module bind below counts as bound; names after the function do not count
+    assert needs("def f(a):\n    ", "\n    return helper(a) + LIMIT\n\ndef helper(x):\n    return x\nLIMIT = 3\nprint(q)\n") == set()
+    # outside any function nothing is needed
+    assert needs("", "\nprint(undefined_name)\n") == set()
+
+
+def test_names_a_line_binds():
+    from lsp_server.context.names import bound_names
+    assert bound_names("    res, (a, *b) = [], (1, 2)\n    for i in x:\n", "python") == {"res", "a", "b", "i"}
+    assert bound_names("    import os.path, sys as s2\n    from m import n1, n2 as n3\n", "python") == {"os", "s2", "n1", "n3"}
+    assert bound_names("    x.attr = 1\n    d[k] = 2\n    y == 3\n", "python") == set()
+    # a value that goes on past the line still binds its name
+    assert bound_names("    value_map = {\n", "python") == {"value_map"}
+    assert bound_names("let x = 1", "typescript") == set()

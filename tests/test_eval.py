@@ -92,7 +92,7 @@ def test_a_short_run_with_the_real_model(tmp_path):
     assert "pass@1" in p.stdout and "speculative vs plain" in p.stdout
     r = json.loads(out.read_text())
     assert r["tasks"] == 4 and not r["partial"] and len(r["results"]) == 4
-    assert set(r["summary"]) == {"raw", "plain", "pipeline"}
+    assert set(r["summary"]) == {"raw", "plain", "pipeline", "tab"}
     for row in r["summary"].values():
         assert row["tasks"] == 4 and 0 <= row["passed"] <= 4
     first = r["results"][0]
@@ -106,3 +106,26 @@ def test_a_short_run_with_the_real_model(tmp_path):
     bad = subprocess.run(tandem_cmd() + ["eval", "humaneval", "--data", str(tmp_path / "none.jsonl")], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cannot read" in bad.stderr
+
+
+@pytest.mark.models
+def test_tab_until_done_accepts_and_asks_again_through_the_servers_path(tmp_path):
+    data = ROOT / "fixtures" / "humaneval" / "multi-line-sample.jsonl"
+    out = tmp_path / "tab.json"
+    p = subprocess.run(tandem_cmd() + ["eval", "humaneval", "--data", str(data), "--skip", "raw", "plain",
+                                       "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr
+    assert "Tab until done:" in p.stdout and "latency p50" in p.stdout
+    r = json.loads(out.read_text())
+    assert set(r["summary"]) == {"pipeline", "tab"} and r["summary"]["tab"]["requests"] >= 3
+    tasks = {t.task_id: t for t in load_tasks(data)}
+    for res in r["results"]:
+        tab = res["tab"]
+        # one request per accepted suggestion, and the one that said it was done (unless the answer ran away)
+        assert len(tab["step_ms"]) == len(tab["sources"]) in (tab["steps"], tab["steps"] + 1), tab
+        assert tab["stop"] in ("empty", "repeats", "grown", "steps") and all(ms > 0 for ms in tab["step_ms"])
+        assert Sandbox().run(program(tasks[res["task_id"]], tab["middle"])).passed == tab["passed"]
+    # the model ended its middle right after the first answer's line: the next Tab finds that nothing more is
+    # to come, in the server's cache, at once (not a new generation that writes a line of its own)
+    one = next(x for x in r["results"] if x["task_id"].endswith("0/L3_L4"))
+    assert one["tab"]["sources"][1:2] == ["cache"] and one["tab"]["stop"] == "empty", one

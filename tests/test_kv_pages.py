@@ -218,10 +218,19 @@ def test_an_unloaded_draft_model_is_loaded_again_once_it_could_pay(engine):
         # the automatic store budget gives back what the draft's weights now take
         assert engine.store_budget_mib <= saved_budget
         # checked at most once a minute
-        engine.draft.close()
-        engine.draft = None
         assert not engine.maybe_reload_draft() and engine_module.DRAFT_RECHECK_S >= 10
+        with_draft = engine.store_budget_mib
+        # priced as on this CPU again (verification costs what its tokens do): unloaded again where the engine
+        # decides (auto), and its memory goes back to the store
+        engine.cfg.draft_resident = "auto"
+        engine.controller.costs = CostModel({1: 0.030, 2: 0.060, 4: 0.120, 8: 0.240, 16: 0.480}, 0.018)
+        engine._draft_checked = 0.0
+        assert engine.maybe_reload_draft()
+        assert engine.draft is None and engine.model_drafter is None
+        assert engine.draft_decision.startswith("unloaded again: ") and "cannot pay" in engine.draft_decision
+        assert engine.store_budget_mib >= with_draft
     finally:
+        engine.cfg.draft_resident = "always"
         if engine.draft is not None and engine.draft is not saved_draft:
             engine.draft.close()
         engine.draft, engine.model_drafter = saved_draft, saved_drafter

@@ -20,7 +20,7 @@ def cases():
 def around(case) -> Around:
     return Around(case.get("prefix", ""), case.get("suffix", ""), case.get("language", "text"),
                   case.get("multiline", True), case.get("truncated", False),
-                  block_of_line=case.get("block_of_line", False))
+                  block_of_line=case.get("block_of_line", False), needs=frozenset(case.get("needs", ())))
 
 
 def test_every_filter_has_golden_cases():

@@ -18,6 +18,17 @@ def test_typing_through_serves_the_rest():
     assert (c.hits, c.lookups) == (2, 6)
 
 
+def test_a_done_entry_says_nothing_is_to_come_at_exactly_its_place():
+    # the model's text ended by writing the code below again: after accepting it, the next suggestion is none
+    c = TypingCache()
+    c.store("a", "x = ", "\nreturn x\n", "1")
+    c.store("a", "x = 1", "\nreturn x\n", "", done=True)
+    c.store("a", "y = ", "\n", "")   # an empty answer alone is not stored
+    assert c.lookup("a", "x = 1", "\nreturn x\n") == ""
+    assert c.lookup("a", "x = 12", "\nreturn x\n") is None and c.lookup("a", "x = 1", "\n") is None
+    assert c.lookup("a", "x = ", "\nreturn x\n") == "1" and c.lookup("a", "y = ", "\n") is None
+
+
 def test_the_newest_entry_wins_and_the_cache_is_bounded():
     c = TypingCache(per_document=2, total=3)
     c.store("a", "p", "", "one")

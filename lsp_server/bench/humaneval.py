@@ -6,7 +6,9 @@ Three answers per task, side by side on one warm engine:
 - the pipeline, plain decoding: what the server shows, as the editor sees the task. The cursor stands on an empty
   line between the prompt and the suffix; context, prompt budgets, mode and post-processing are the server's
   defaults; no time budget, so the figure is about what the model writes, not what arrives in time;
-- the pipeline, speculative: the same, through the speculative loop. It must score the same as plain decoding.
+- the pipeline, speculative: the same, through the speculative loop. It must score the same as plain decoding;
+- Tab until done: accept what the server shows and ask again at the new cursor until it is done (bench/tab.py),
+  through the server's own path (its caches, the continued line, the prefetched next suggestion).
 """
 from __future__ import annotations
 
@@ -26,7 +28,9 @@ from ..pipeline import CompletionRequest, Pipeline
 from ..prompt import PromptBudget, PromptParts, build_prompt
 from ..service.scheduler import budget_of
 from ..service.settings import Settings
+from ..service.stats import percentile
 from .sandbox import Sandbox
+from .tab import TabUntilDone
 
 REPO = Path(__file__).resolve().parents[2]
 DATA_NAME = "humaneval-single-line.jsonl.gz"
@@ -36,9 +40,9 @@ REQUIRED = ("task_id", "prompt", "suffix", "test", "entry_point")
 # one file name for every task and answer: the prompts then differ only where the code does, and the KV cache
 # keeps the rest
 TASK_FILE = "solution.py"
-VARIANTS = ("raw", "plain", "pipeline")
+VARIANTS = ("raw", "plain", "pipeline", "tab")
 TITLES = {"raw": "raw FIM (no post-processing)", "plain": "pipeline, plain decoding",
-          "pipeline": "pipeline, speculative (the server's path)"}
+          "pipeline": "pipeline, speculative (the server's path)", "tab": "Tab until done (the server's path)"}
 
 
 @dataclass
@@ -63,6 +67,9 @@ class Answer:
     skipped: str = ""     # why the pipeline offered nothing
     token_ids: list[int] = field(default_factory=list, repr=False)
     margins: list[float] = field(default_factory=list, repr=False)   # top-2 logit gap of each token
+    steps: int = 0        # Tab until done: suggestions accepted, and each request's latency (ms)
+    step_ms: list[float] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -157,6 +164,7 @@ class Evaluator:
         # raw FIM sees the whole task, as benchmarks give it to a model
         self.raw_budget = PromptBudget(prefix_tokens=engine.cfg.n_ctx // 2, suffix_tokens=engine.cfg.n_ctx // 4,
                                        context_tokens=0)
+        self.tab = TabUntilDone(engine, settings) if "tab" in variants else None
 
     def _pipeline(self, task: Task, speculative: bool) -> tuple[Answer, str]:
         doc, line, col, tail = editor_view(task)
@@ -179,9 +187,19 @@ class Evaluator:
         return Answer(g.text, False, same_code(g.text, task.canonical), tokens=len(g.tokens),
                       seconds=round(g.gen_s, 3), stop=g.stop_reason), g.text
 
+    def _tab(self, task: Task) -> tuple[Answer, str]:
+        doc, line, col, tail = editor_view(task)
+        prefix, suffix = doc.split(line, col)
+        run = self.tab.run(TASK_FILE, "python", prefix, suffix, hole_lines=max(1, task.canonical.count("\n")))
+        middle = run.middle + tail
+        return Answer(middle, False, same_code(middle, task.canonical), stop=run.stop, steps=run.steps,
+                      step_ms=run.step_ms, sources=run.sources), middle
+
     def answer(self, task: Task, variant: str) -> tuple[Answer, str]:
         if variant == "raw":
             return self._raw(task)
+        if variant == "tab":
+            return self._tab(task)
         return self._pipeline(task, speculative=variant == "pipeline")
 
 
@@ -193,9 +211,13 @@ class Tally:
     skipped: int = 0
     tokens: int = 0
     seconds: float = 0.0
+    steps: int = 0
+    step_ms: list[float] = field(default_factory=list)
 
     def add(self, a: Answer) -> None:
         self.n += 1
+        self.steps += a.steps
+        self.step_ms += a.step_ms
         self.passed += a.passed
         self.exact += a.exact
         self.skipped += bool(a.skipped)
@@ -206,7 +228,10 @@ class Tally:
         return {"tasks": self.n, "passed": self.passed, "pass_at_1": round(self.passed / self.n, 4) if self.n else 0,
                 "exact": self.exact, "exact_match": round(self.exact / self.n, 4) if self.n else 0,
                 "skipped": self.skipped, "tokens": self.tokens,
-                "tok_s": round(self.tokens / self.seconds, 2) if self.seconds else 0}
+                "tok_s": round(self.tokens / self.seconds, 2) if self.seconds else 0,
+                **({"steps_per_task": round(self.steps / self.n, 2), "requests": len(self.step_ms),
+                    "step_ms_p50": percentile(self.step_ms, 50), "step_ms_p95": percentile(self.step_ms, 95)}
+                   if self.step_ms else {})}
 
 
 def divergence(plain: Answer, spec: Answer) -> dict:
@@ -266,6 +291,8 @@ def run_eval(engine: Engine, args) -> dict:
         if args.json and i % 50 == 0:
             _write(args.json, _report(data, tasks[:i], tallies, results, differ, ev, args, partial=True))
     pool.shutdown()
+    if ev.tab is not None:
+        ev.tab.close()
     report = _report(data, tasks, tallies, results, differ, ev, args)
     _print(report)
     if args.json:
@@ -305,6 +332,10 @@ def _print(report: dict) -> None:
         print(f"{TITLES[v]:44} {_pct(row['passed'], n):>8} {_pct(row['exact'], n):>8} {row['skipped']:>8} "
               f"{row['tok_s']:>7.1f}")
     s = report["summary"]
+    if "tab" in s and s["tab"].get("requests"):
+        t = s["tab"]
+        print(f"Tab until done: {t['steps_per_task']} suggestions accepted per task, {t['requests']} requests, "
+              f"latency p50 {t['step_ms_p50']:.0f} ms, p95 {t['step_ms_p95']:.0f} ms")
     if "plain" in s and "pipeline" in s:
         d = report["speculative_differs_from_plain"]
         print(f"speculative vs plain: {n - len(d)}/{n} completions identical; pass@1 "

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .document import Document
+from .names import needed_names
 from .outline import enclosing_scopes, header_of, imports_above
 from .snippets import Definition, extract, rank_in
 from .syntax import parse
@@ -29,6 +30,7 @@ class CursorContext:
     outline: Callable[[int], str] | None                     # outline(page start): the scopes around it
     files: list[tuple[str, str]] = field(default_factory=list)
     imports: Callable[[int], str] | None = None              # imports(page start): the imports above it
+    needs: frozenset[str] = frozenset()                      # names the code below uses, unbound above
 
 
 class DocumentFiles:
@@ -168,7 +170,8 @@ def gather(doc: Document, line: int, col: int, others: list[Document], index: De
             defs = [d for o in others for d in index.definitions(o)]
             return pack(rank_in(defs, doc.text), others, context_tokens)
         files = chosen.get(doc.path, others, choose) if chosen is not None else choose()
-    return CursorContext(prefix, suffix, doc.language, mode, outline, files, imports)
+    needs = needed_names(tree, len(prefix.encode("utf-8")), doc.language)
+    return CursorContext(prefix, suffix, doc.language, mode, outline, files, imports, needs)
 
 
 FAMILIES = {"typescript": "js", "tsx": "js", "javascript": "js", "c": "c", "cpp": "c"}

@@ -141,11 +141,26 @@ class Engine:
 
     def maybe_reload_draft(self) -> bool:
         """Load an unloaded draft model again once the measured costs say it could pay (a GPU that became
-        free, a machine less loaded). Called on the model thread; checked once a minute at most."""
+        free, a machine less loaded), and unload it again (`draftResident` auto) once they say it cannot even
+        match plain decoding: measured costs drift while another job loads the CPU, and the gap between the
+        two thresholds (MARGIN) keeps it from going back and forth. Called on the model thread; checked once a
+        minute at most. True when it was loaded or unloaded."""
         now = time.monotonic()
-        if self.draft is not None or self._draft_path is None or now - self._draft_checked < DRAFT_RECHECK_S:
+        if self._draft_path is None or now - self._draft_checked < DRAFT_RECHECK_S:
             return False
         self._draft_checked = now
+        if self.draft is not None:
+            if self.cfg.draft_resident != "auto" or self.controller.model_best_rate() >= self.controller.plain_rate():
+                return False
+            with self.lock:
+                self.draft.close()
+                self.draft, self.model_drafter = None, None
+                self.draft_decision = "unloaded again: " + self._draft_reason()
+                if self.cfg.kv_store_mib < 0:
+                    self.store_budget_mib = self._store_budget(-1)
+                self._attach_stores()
+            self.log(f"draft model {self._draft_path} unloaded again: the measured costs say it cannot pay")
+            return True
         if not self.controller.model_can_pay():
             return False
         with self.lock:

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+
+from ..context.names import bound_names
 
 # how a line that opens a block ends, per language (a Python line may end in a comment after the colon)
 BRACE_LANGUAGES = {"typescript", "tsx", "javascript", "go", "rust", "java", "c", "cpp", "c_sharp", "kotlin",
                    "swift", "php", "scala", "dart"}
+# how many more lines a one-line completion may take to bind the names the code below needs (see line_end)
+DEFINING_LINES = 3
 # Python lines that go on with the statement of the block above them, at its level
 CLAUSES = {"elif", "else", "except", "finally"}
 LINE_COMMENT = {"python": "#", **{lang: "//" for lang in BRACE_LANGUAGES}}
@@ -21,6 +25,29 @@ def indent(line: str) -> int:
     return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
 
 
+def open_brackets(code: str) -> int:
+    """How many brackets `code` leaves open (outside string literals and comments, roughly)."""
+    depth, quote, i = 0, "", 0
+    while i < len(code):
+        c = code[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote or c == "\n":
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c == "#":
+            while i < len(code) and code[i] != "\n":
+                i += 1
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        i += 1
+    return depth
+
+
 @dataclass(frozen=True)
 class Around:
     prefix: str
@@ -30,6 +57,9 @@ class Around:
     truncated: bool = False   # the generation hit its token limit or time budget mid-way
     with_body: bool = True    # a one-line completion that opens a block takes its body along (see opens_block)
     block_of_line: bool = False   # one line was asked for, and it opened a block: the completion is that block
+    # names the code below uses that nothing above binds (context.names): a one-line completion that leaves
+    # one unbound goes on for a few lines that bind it, if the model writes them
+    needs: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def line_before(self) -> str:
@@ -100,21 +130,60 @@ class Around:
 
     def goes_on(self, middle: str) -> bool:
         """For a one-line completion whose text so far, `middle`, ends at a line end: whether it goes on past
-        that line. It does while it has only blank and comment lines (its code line is still to come), and
-        through the body of a code line that opens a block, to its end (see opens_block, block_end)."""
+        that line. It does while it has only blank and comment lines (its code line is still to come), through
+        the body of a code line that opens a block, to its end (see opens_block, block_end), and through the
+        lines after it that bind names the code below needs (see line_end)."""
+        return self.line_end(middle + "\n") < 0
+
+    def _line_goes_on(self, middle: str) -> bool:
         if self.code_start(middle + "\n") > len(middle):
             return True
         return self.with_body and self.opens_block(middle) and self.block_end(middle + "\n") < 0
 
-    def line_end(self, middle: str, start: int = 0) -> int:
-        """Where in `middle` a one-line completion ends (its first code line's end, with the body of a block
-        that line opens), looking past `start` (what the user has typed of it already); -1 when `middle` does
-        not reach that end."""
+    def _line_end(self, middle: str, start: int = 0) -> int:
         rest = middle[start:]
         body = len(rest) - len(rest.lstrip())
         if body >= len(rest):
             return -1
         end = middle.find("\n", start + body)
-        while end >= 0 and self.goes_on(middle[:end]):
+        while end >= 0 and self._line_goes_on(middle[:end]):
             end = middle.find("\n", end + 1)
         return end
+
+    def line_end(self, middle: str, start: int = 0, final: bool = False) -> int:
+        """Where in `middle` a one-line completion ends (its first code line's end, with the body of a block
+        that line opens), looking past `start` (what the user has typed of it already); -1 when `middle` does
+        not reach that end. Where that line leaves names the code below needs unbound (`needs`), the
+        completion takes up to DEFINING_LINES more lines of its level, to the one that binds the last of them;
+        if they do not, it is the first line alone, and so it is when the text ends before (`final`)."""
+        end = self._line_end(middle, start)
+        if end < 0 or not self.needs or self.language != "python":
+            return end
+        if final and not self.truncated and not middle.endswith("\n"):   # it stopped at a line end, cut there
+            return min(len(middle), self.line_end(middle + "\n", start, final))
+        missing = self.needs - bound_names(self.line_before + middle[:end], self.language)
+        if not missing:
+            return end
+        first = end
+        at = self.code_start(middle)
+        nl = middle.find("\n", at)
+        level = indent(middle[at:nl] if at else self.line_before + middle[:nl])
+        for _ in range(DEFINING_LINES):
+            nxt = replace(self, prefix=self.prefix + middle[:end + 1], needs=frozenset())
+            rest = middle[end + 1:]
+            more = nxt._line_end(rest)
+            if more < 0:
+                return first if final else -1
+            code = rest[nxt.code_start(rest):]
+            if code.strip() and indent(code) != level or nxt.opens_block(rest):
+                return first   # the block's end, or a block of its own: not a line of the answer's
+            end += 1 + more
+            while open_brackets(middle[first + 1:end]) > 0:   # a value over several lines: to its end
+                more = middle.find("\n", end + 1)
+                if more < 0:
+                    return first if final else -1
+                end = more
+            missing = missing - bound_names(middle[first + 1:end], self.language)
+            if not missing:
+                return end
+        return first

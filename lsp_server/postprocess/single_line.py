@@ -9,7 +9,7 @@ from .around import Around
 def apply(completion: str, around: Around) -> str:
     if around.multiline:
         return completion
-    end = replace(around, with_body=False).line_end(completion)
+    end = replace(around, with_body=False).line_end(completion, final=True)
     if end >= 0:
         return completion[:end]
     return completion if completion.strip() else ""

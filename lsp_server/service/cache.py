@@ -1,5 +1,7 @@
 """Completions already shown, keyed by the text before the cursor: typing the characters of a shown
-suggestion is answered with the rest of it, without the model. Bounded per document and in total."""
+suggestion is answered with the rest of it, without the model. An empty entry (`done`) says that at exactly
+this text nothing is to be suggested: the model's text ended there by writing the code below again.
+Bounded per document and in total."""
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -23,8 +25,8 @@ class TypingCache:
         self._docs: OrderedDict[str, list[Entry]] = OrderedDict()
         self.hits = self.lookups = 0
 
-    def store(self, uri: str, prefix: str, suffix: str, text: str) -> None:
-        if not text:
+    def store(self, uri: str, prefix: str, suffix: str, text: str, done: bool = False) -> None:
+        if not text and not done:
             return
         entries = self._docs.setdefault(uri, [])
         entries.insert(0, Entry(len(prefix), hash(prefix), hash(suffix), text))
@@ -41,7 +43,10 @@ class TypingCache:
             if e.suffix_hash != suffix_hash or e.prefix_len > len(prefix):
                 continue
             typed = prefix[e.prefix_len:]
-            if len(typed) >= len(e.text) or not e.text.startswith(typed):
+            if not e.text:   # a `done` entry: only at its own prefix
+                if typed:
+                    continue
+            elif len(typed) >= len(e.text) or not e.text.startswith(typed):
                 continue
             if hash(prefix[:e.prefix_len]) == e.prefix_hash:
                 self.hits += count

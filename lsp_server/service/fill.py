@@ -36,8 +36,9 @@ class FillStats:
     runs: int = 0
     preempted: int = 0
     cursor_moves: int = 0    # tandem/didMoveCursor notifications taken
+    # by step; "typing": the page steps fast answers take first while the user types (see the scheduler)
     tokens: dict[str, int] = field(default_factory=lambda: {"fast": 0, "page": 0, "next": 0, "prompt": 0,
-                                                            "near": 0})
+                                                            "near": 0, "typing": 0})
 
 
 class Filler:

@@ -27,6 +27,16 @@ log = logging.getLogger("tandem.service")
 # where no prompt evaluates within the budget, a better one is taken over the one with least to evaluate when it
 # leaves at most this many tokens more
 FAST_GAIN = 32
+# how a generation ends that says the hole is filled: the model's end of the middle, or a stop string (it began
+# to write the code below again)
+ENDS_HOLE = ("eog", "stop")
+# a request this soon after the document's previous one comes from someone typing: its answer will most likely
+# be superseded by the next keystroke before it is seen
+TYPING_GAP_S = 0.5
+# while typing, a fast answer first evaluates this many more tokens of its page (about 0.4 s here): the page
+# fills across the keystrokes, where a fill that waits for an idle model would never run and a fast prompt's
+# own evaluation is lost at every keystroke
+TYPING_PAGE_STEP = 32
 
 
 @dataclass
@@ -56,6 +66,7 @@ class CompletionService:
         self.context_pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-context")
         self.filler = Filler(self)
         self._latest: dict[str, asyncio.Future] = {}   # uri -> set when a newer request for it arrives
+        self._last_request: dict[str, float] = {}      # uri -> when its latest request arrived
 
     # ---- models and settings -------------------------------------------------------------------------
 
@@ -125,14 +136,16 @@ class CompletionService:
         if previous is not None and not previous.done():
             previous.set_result(True)
         self._latest[uri] = superseded
+        typing = t0 - self._last_request.get(uri, float("-inf")) < TYPING_GAP_S
+        self._last_request[uri] = t0
         try:
-            return await self._plan_and_answer(uri, req, superseded, t0)
+            return await self._plan_and_answer(uri, req, superseded, t0, typing)
         finally:
             if self._latest.get(uri) is superseded:
                 del self._latest[uri]
 
     async def _plan_and_answer(self, uri: str, req: CompletionRequest, superseded: asyncio.Future,
-                               t0: float) -> Answer:
+                               t0: float, typing: bool = False) -> Answer:
         lang = req.document.language
         s = self.settings
         req.max_tokens, req.max_tokens_single_line = s.max_tokens, s.max_tokens_single_line
@@ -142,17 +155,30 @@ class CompletionService:
         if not plan.mode.complete:
             self.filler.share([])
             return self._done(t0, Answer("", "skipped", why=plan.mode.why), lang)
+        lead: list[int] = []
         if self.too_far(plan) and not (superseded.done() or self.pipeline is None):
+            page = plan
             plan = await loop.run_in_executor(self.context_pool, self._choose_prompt, plan)
+            if typing and plan.fast:
+                lead = self._page_step(page)
         # the fill that this request pre-empted goes on only as far as this prompt agrees with it
         self.filler.share(plan.prompt.tokens)
         if superseded.done() or self.pipeline is None:
             return self._done(t0, Answer("", "superseded", why="a newer request replaced it"), lang)
         hit = self.cache.lookup(uri, plan.prefix, plan.suffix)
+        if hit == "":   # the model said the hole ends here (see _store_final)
+            return self._done(t0, Answer("", "cache", plan.mode.multiline, why="the code below follows"), lang)
         if hit and not self._running_has_more(uri, plan, hit):
             return self._done(t0, Answer(hit, "cache", plan.mode.multiline), lang)
 
-        return await self._answer(uri, plan, superseded, t0)
+        return await self._answer(uri, plan, superseded, t0, lead)
+
+    def _page_step(self, page: Plan) -> list[int]:
+        """The page's tokens up to the cursor's segment as far as a fast answer evaluates them first, while
+        typing (TYPING_PAGE_STEP more than are cached)."""
+        stable = page.prompt.tokens[:page.prompt.stable]
+        have = self.pipeline.engine.cached(stable)
+        return stable[:have + TYPING_PAGE_STEP] if have < len(stable) else []
 
     def missing(self, plan: Plan) -> int:
         """Prompt tokens of a plan that neither the live cache nor the KV store holds."""
@@ -201,7 +227,8 @@ class CompletionService:
                 return len(job.partial) - len(typed) > len(hit)
         return False
 
-    async def _answer(self, uri: str, plan: Plan, superseded: asyncio.Future, t0: float) -> Answer:
+    async def _answer(self, uri: str, plan: Plan, superseded: asyncio.Future, t0: float,
+                      lead: list[int] | None = None) -> Answer:
         lang = plan.context.language
         loop = asyncio.get_running_loop()
         reuse = None
@@ -212,7 +239,7 @@ class CompletionService:
                 # superseded by this newer request; its prompt evaluation goes on where the two prompts agree
                 job.cancel.set_keeping(shared_prefix(job.plan.prompt.tokens, plan.prompt.tokens))
         for attempt in (1, 2):
-            job = reuse or self._start(uri, plan)
+            job = reuse or self._start(uri, plan, lead=lead)
             typed = plan.prefix[len(job.plan.prefix):]
             got = await self._wait(job, superseded, typed, one_line=not plan.mode.multiline)
             if got == "diverged":
@@ -225,7 +252,8 @@ class CompletionService:
             around = replace(plan.around, truncated=truncated)
             text = await loop.run_in_executor(self.context_pool, self.pipeline.finish_text, around, raw)
             self.cache.store(uri, plan.prefix, plan.suffix, text)
-            if text and self.settings.prefetch and plan.mode.multiline and gen is not None:
+            if text and self.settings.prefetch and plan.mode.multiline and gen is not None \
+                    and gen.stop_reason not in ENDS_HOLE:   # the hole is filled: nothing to prefetch
                 self._prefetch(uri, plan, text)
             source = "reuse" if job is reuse else "fast" if job.plan.fast else "model"
             log.debug("answered (%s) after %.2fs: queue %.2fs, prompt %s", source, time.perf_counter() - t0,
@@ -294,12 +322,14 @@ class CompletionService:
         self.stats.prefetches += 1
         self.stats.prefetch_tokens += len(gen.tokens)
 
-    def _start(self, uri: str, plan: Plan, base: str | None = None) -> Job:
+    def _start(self, uri: str, plan: Plan, base: str | None = None, lead: list[int] | None = None) -> Job:
+        """`lead`: tokens of another prompt (the page's) to evaluate first, kept in the KV store."""
         job = Job(uri, plan, base)
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("start a %s job at %s:%d (%s prompt, %d tokens, %d not cached)",
+            log.debug("start a %s job at %s:%d (%s prompt, %d tokens, %d not cached%s)",
                       "prefetch" if base else "request", uri.rsplit("/", 1)[-1], plan.request.line + 1,
-                      plan.prompt.kind, len(plan.prompt.tokens), self.missing(plan))
+                      plan.prompt.kind, len(plan.prompt.tokens), self.missing(plan),
+                      f"; the page to {len(lead)} first" if lead else "")
         pipeline = self.pipeline
 
         def run() -> Generation | None:
@@ -307,6 +337,10 @@ class CompletionService:
             if job.cancel.is_set():
                 return None
             with self.stats.model_call():
+                if lead:   # not cancelled: a step this short is worth finishing, the next keystroke goes on
+                    self.filler.stats.tokens["typing"] += pipeline.engine.prewarm(lead, keep=len(lead))
+                    if job.cancel.is_set():
+                        return None
                 return pipeline.generate(plan, job.cancel, on_text=job.set_partial, on_prompt=job.set_prompt)
 
         job.future = asyncio.get_running_loop().run_in_executor(self.model_pool, run)
@@ -343,10 +377,14 @@ class CompletionService:
         full = replace(plan.around, truncated=gen.stop_reason in ("length", "time"))
         whole = await loop.run_in_executor(self.context_pool, pipeline.finish_text, full, text)
         self.cache.store(job.uri, plan.prefix, plan.suffix, whole)
+        if gen.stop_reason in ENDS_HOLE and whole and whole.rstrip() == text.rstrip():
+            # the model ended the middle, or went on to write the code below again: where its text ends, the
+            # hole is filled, and the next suggestion there is none (not a generation that writes more)
+            self.cache.store(job.uri, plan.prefix + whole, plan.suffix, "", done=True)
         # key it by the line as it was shown (after post-processing), which is what an accept inserts; a line
         # that opens a block is keyed alone too, its body then being the next line
         alone = replace(plan.around, with_body=False)
-        end = alone.line_end(text)
+        end = alone.line_end(text, final=True)
         if not plan.continues or end < 0:
             return
         shown = await loop.run_in_executor(self.context_pool, pipeline.finish_text, alone, text[:end])
@@ -357,6 +395,10 @@ class CompletionService:
         if nxt.strip():
             self.cache.store(job.uri, plan.prefix + shown, plan.suffix, nxt)
             self.stats.continued += 1
+            if gen.stop_reason in ENDS_HOLE and shown + nxt == text:
+                self.cache.store(job.uri, plan.prefix + text, plan.suffix, "", done=True)
+        elif gen.stop_reason in ENDS_HOLE and shown == text:
+            self.cache.store(job.uri, plan.prefix + shown, plan.suffix, "", done=True)
 
     def _done(self, t0: float, ans: Answer, language: str, job: Job | None = None) -> Answer:
         rec = Record(language, ans.source, time.perf_counter() - t0, multiline=ans.multiline,
@@ -393,6 +435,7 @@ class CompletionService:
             job.cancel.set()
         self.cache.forget(uri)
         self.filler.forget(uri)
+        self._last_request.pop(uri, None)
 
     def schedule_warmup(self, uri: str, req: CompletionRequest) -> None:
         """The user is here (an open, an edit): after the pause, fill ahead for this place."""

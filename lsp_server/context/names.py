@@ -1,0 +1,137 @@
+"""Names a hole must define: what the code below the cursor uses that nothing above it binds.
+
+A line emptied at the start of a function (`res, switch = [], True`) leaves names the rest of the function
+reads; a completion that does not bind them is a NameError however plausible it looks. Python only: its
+bindings are syntax (assignments, loops, parameters, imports), and a miss only costs a few generated tokens
+(see postprocess.Around.line_end)."""
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+import textwrap
+
+from tree_sitter import Node, Tree
+
+from .syntax import parse
+
+# a broken parse (the empty line inside a statement) makes identifiers of keywords
+BUILTINS = frozenset(dir(builtins)) | {"self", "cls", "__name__", "__file__"} | frozenset(keyword.kwlist) \
+    | frozenset(keyword.softkwlist)
+# the targets of an assignment whose value goes on past the line (`table = {`), which does not parse alone
+ASSIGNED = re.compile(r"^[ \t]*([A-Za-z_][\w, \t()*\[\]]*?)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
+# what a binding target may be built of: `a, (b, *c) = ...`
+PATTERNS = {"pattern_list", "tuple_pattern", "list_pattern", "list_splat_pattern", "tuple", "list",
+            "parenthesized_expression", "expression_list", "as_pattern_target", "typed_parameter",
+            "list_splat", "dictionary_splat_pattern"}
+TARGET_FIELDS = {("assignment", "left"), ("for_statement", "left"), ("for_in_clause", "left"),
+                 ("named_expression", "name"), ("function_definition", "name"), ("class_definition", "name"),
+                 ("default_parameter", "name"), ("typed_default_parameter", "name"), ("aliased_import", "alias")}
+COMPREHENSIONS = {"list_comprehension", "set_comprehension", "dictionary_comprehension", "generator_expression"}
+
+
+def _field(node: Node) -> str | None:
+    parent = node.parent
+    for i, child in enumerate(parent.children):
+        if child.id == node.id:
+            return parent.field_name_for_child(i)
+    return None
+
+
+def _binds(node: Node) -> bool:
+    """Whether this identifier is bound where it stands (an assignment's target, a parameter, an import)."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type in PATTERNS:
+        child, parent = parent, parent.parent
+    if parent is None:
+        return False
+    if parent.type in ("parameters", "lambda_parameters", "global_statement", "nonlocal_statement",
+                       "as_pattern_target"):
+        return True
+    if parent.type in ("import_statement", "import_from_statement", "dotted_name", "aliased_import"):
+        return _import_binds(node)
+    return (parent.type, _field(child)) in TARGET_FIELDS
+
+
+def _import_binds(node: Node) -> bool:
+    """`import a.b` binds a; `from m import n` binds n; `... as x` binds x only."""
+    parent = node.parent
+    if parent.type == "aliased_import":
+        return _field(node) == "alias"
+    if parent.type != "dotted_name":
+        return False
+    holder = parent.parent
+    if holder is None or holder.type == "aliased_import":
+        return False
+    if holder.type == "import_from_statement":
+        return _field(parent) == "name"
+    return holder.type == "import_statement" and parent.children[0].id == node.id
+
+
+def _skipped(node: Node) -> bool:
+    """An identifier that names no variable: an attribute (`x.attr`) or a keyword argument (`f(key=...)`)."""
+    parent = node.parent
+    field = _field(node)
+    return ((parent.type == "attribute" and field == "attribute")
+            or (parent.type == "keyword_argument" and field == "name")
+            or parent.type in ("import_from_statement",)            # `from .m import *`
+            or (parent.type == "dotted_name" and not _import_binds(node)))
+
+
+def _identifiers(node: Node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            yield n
+        else:
+            stack.extend(reversed(n.children))
+
+
+def _bound_at(node: Node) -> int:
+    """Where a binding takes effect: a comprehension's variable before the expression that reads it."""
+    n = node
+    while n is not None and n.type not in COMPREHENSIONS and n.type not in ("function_definition", "module"):
+        n = n.parent
+    return n.start_byte if n is not None and n.type in COMPREHENSIONS else node.start_byte
+
+
+def bound_names(text: str, language: str) -> frozenset[str]:
+    """The names some lines of code bind (the lines may be indented and unfinished)."""
+    if language != "python":
+        return frozenset()
+    tree = parse(textwrap.dedent(text), language)
+    if tree is None:
+        return frozenset()
+    names = {n.text.decode("utf-8", "replace") for n in _identifiers(tree.root_node) if _binds(n)}
+    if tree.root_node.has_error:
+        names.update(w for m in ASSIGNED.finditer(text) for w in re.findall(r"[A-Za-z_]\w*", m.group(1)))
+    return frozenset(names)
+
+
+def needed_names(tree: Tree | None, cursor_byte: int, language: str) -> frozenset[str]:
+    """Names the cursor's function uses below the cursor before (or without) binding them there, which
+    nothing above the cursor and nothing outside the function binds. Empty outside a function."""
+    if language != "python" or tree is None:
+        return frozenset()
+    func = tree.root_node.descendant_for_byte_range(cursor_byte, cursor_byte)
+    while func is not None and func.type != "function_definition":
+        func = func.parent
+    if func is None:
+        return frozenset()
+    bound: set[str] = set()
+    later: dict[str, int] = {}     # names the function binds below the cursor: where first
+    uses: dict[str, int] = {}      # names it reads below the cursor: where first
+    for n in _identifiers(tree.root_node):
+        name = n.text.decode("utf-8", "replace")
+        inside = func.start_byte <= n.start_byte < func.end_byte and n.start_byte >= cursor_byte
+        if _binds(n):
+            if inside:
+                at = _bound_at(n)
+                later[name] = min(later.get(name, at), at)
+            else:
+                bound.add(name)
+        elif inside and not _skipped(n):
+            uses.setdefault(name, n.start_byte)
+    return frozenset(name for name, at in uses.items()
+                     if name not in bound and name not in BUILTINS and not later.get(name, at + 1) < at)
