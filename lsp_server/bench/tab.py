@@ -96,9 +96,7 @@ class TabUntilDone:
     async def _settle(self, uri: str) -> None:
         """Let this task's prefetch end before the next task starts (it would share the model thread)."""
         svc = self.svc
-        svc.on_close(uri)
-        for job in list(svc.jobs.get(uri, ())):
-            job.cancel.set()
+        svc.on_close(uri)   # cancels its jobs
         while svc.jobs.get(uri):
             await asyncio.sleep(0.01)
         await asyncio.sleep(0)

@@ -154,11 +154,7 @@ class Engine:
                 return False
             with self.lock:
                 self.draft.close()
-                self.draft, self.model_drafter = None, None
-                self.draft_decision = "unloaded again: " + self._draft_reason()
-                if self.cfg.kv_store_mib < 0:
-                    self.store_budget_mib = self._store_budget(-1)
-                self._attach_stores()
+                self._set_draft(None, "unloaded again")
             self.log(f"draft model {self._draft_path} unloaded again: the measured costs say it cannot pay")
             return True
         if not self.controller.model_can_pay():
@@ -167,14 +163,18 @@ class Engine:
             draft = self._load_draft(self.cfg, self.cfg.threads(), self._draft_path)
             if draft is None:
                 return False
-            self.draft, self.model_drafter = draft, ModelDrafter(draft)
-            self.draft_decision = "reloaded: " + self._draft_reason()
-            if self.cfg.kv_store_mib < 0:
-                # the automatic budget was what the unloaded draft left free: its weights take part of it back
-                self.store_budget_mib = self._store_budget(-1)
-            self._attach_stores()
+            self._set_draft(draft, "reloaded")
         self.log(f"draft model {self._draft_path} loaded again: the measured costs say it can pay now")
         return True
+
+    def _set_draft(self, draft: LlamaModel | None, decision: str) -> None:
+        """The draft model (un)loaded again: its drafter, the decision shown in the stats, and the automatic
+        store budget (what the draft's weights leave free) with the stores that follow it. Under the lock."""
+        self.draft, self.model_drafter = draft, ModelDrafter(draft) if draft is not None else None
+        self.draft_decision = f"{decision}: " + self._draft_reason()
+        if self.cfg.kv_store_mib < 0:
+            self.store_budget_mib = self._store_budget(-1)
+        self._attach_stores()
 
     def _initial_prompt_speed(self) -> float:
         # a prompt chunk of 64 tokens runs at about the per-token rate of a 16-token batch, or a little better

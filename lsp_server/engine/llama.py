@@ -66,7 +66,7 @@ def _kept(cancel) -> int:
 
 def _stops_at(cancel, end: int) -> bool:
     """Whether a prompt chunk ending at position `end` should stop for this cancel flag."""
-    return cancel.is_set() and end > getattr(cancel, "keep_until", 0)
+    return cancel.is_set() and end > _kept(cancel)
 
 
 class Cancelled(Exception):
@@ -259,13 +259,7 @@ class LlamaModel:
             last_chunk = start + step >= len(tokens)
             b = self.batch
             pos0 = len(self.tokens)
-            for i, t in enumerate(chunk):
-                b.token[i] = t
-                b.pos[i] = pos0 + i
-                b.n_seq_id[i] = 1
-                b.seq_id[i][0] = 0
-                b.logits[i] = 1 if (all_logits or (last_chunk and i == len(chunk) - 1)) else 0
-            b.n_tokens = len(chunk)
+            self._fill_batch(chunk, pos0, all_logits, last_chunk)
             if cancel is not None:
                 self._abort_on, self._abort_end = cancel, pos0 + len(chunk)
                 llama_cpp.llama_set_abort_callback(self.ctx, self._abort_cb, None)
@@ -284,11 +278,26 @@ class LlamaModel:
                 # the failed batch may have left partial state: drop it so our bookkeeping stays true
                 llama_cpp.llama_memory_seq_rm(self.mem, 0, pos0, -1)
                 raise RuntimeError(f"{self.name}: llama_decode failed with code {rc}")
-            self.tokens.extend(chunk)
-            self.counters.evaluated += len(chunk)
-            self.counters.decode_calls += 1
+            self._evaluated(chunk)
             if trimmed:
                 raise Cancelled()
+
+    def _fill_batch(self, chunk: list[int], pos0: int, all_logits: bool, last: bool) -> None:
+        """The batch for `chunk` at positions from `pos0`: logits for every row, or for the last row of the
+        last chunk only."""
+        b = self.batch
+        for i, t in enumerate(chunk):
+            b.token[i] = t
+            b.pos[i] = pos0 + i
+            b.n_seq_id[i] = 1
+            b.seq_id[i][0] = 0
+            b.logits[i] = 1 if (all_logits or (last and i == len(chunk) - 1)) else 0
+        b.n_tokens = len(chunk)
+
+    def _evaluated(self, chunk: list[int]) -> None:
+        self.tokens.extend(chunk)
+        self.counters.evaluated += len(chunk)
+        self.counters.decode_calls += 1
 
     def _decode_kept(self, chunk: list[int], pos0: int, room: int) -> None:
         """After an abort mid-chunk: the chunk's start that the replacing prompt shares is evaluated after all
@@ -297,17 +306,11 @@ class LlamaModel:
         if room <= 0:
             return
         part = chunk[:room]
-        b = self.batch
-        for i, t in enumerate(part):
-            b.token[i], b.pos[i], b.n_seq_id[i], b.seq_id[i][0], b.logits[i] = t, pos0 + i, 1, 0, 0
-        b.logits[len(part) - 1] = 1
-        b.n_tokens = len(part)
-        if llama_cpp.llama_decode(self.ctx, b) != 0:
+        self._fill_batch(part, pos0, False, True)
+        if llama_cpp.llama_decode(self.ctx, self.batch) != 0:
             llama_cpp.llama_memory_seq_rm(self.mem, 0, pos0, -1)
             return
-        self.tokens.extend(part)
-        self.counters.evaluated += len(part)
-        self.counters.decode_calls += 1
+        self._evaluated(part)
 
     def logits(self, row: int = -1) -> np.ndarray:
         """A view of the logits at a position of the last decoded batch (-1: its last output row);

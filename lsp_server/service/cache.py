@@ -1,6 +1,7 @@
 """Completions already shown, keyed by the text before the cursor: typing the characters of a shown
 suggestion is answered with the rest of it, without the model. An empty entry (`done`) says that at exactly
-this text nothing is to be suggested: the model's text ended there by writing the code below again.
+this text nothing is to be suggested: the model ended its text there (its end of the middle, or the code
+below again).
 Bounded per document and in total."""
 from __future__ import annotations
 

@@ -397,8 +397,6 @@ class CompletionService:
             self.stats.continued += 1
             if gen.stop_reason in ENDS_HOLE and shown + nxt == text:
                 self.cache.store(job.uri, plan.prefix + text, plan.suffix, "", done=True)
-        elif gen.stop_reason in ENDS_HOLE and shown == text:
-            self.cache.store(job.uri, plan.prefix + shown, plan.suffix, "", done=True)
 
     def _done(self, t0: float, ans: Answer, language: str, job: Job | None = None) -> Answer:
         rec = Record(language, ans.source, time.perf_counter() - t0, multiline=ans.multiline,
