@@ -59,7 +59,12 @@ class Plan:
     @property
     def around(self) -> postprocess.Around:
         return postprocess.Around(self.prefix, self.suffix, self.context.language, self.mode.multiline,
-                                  needs=self.context.needs)
+                                  needs=self.context.needs, maybe_block=self.mode.maybe_block)
+
+    @property
+    def writes_block(self) -> bool:
+        """Whether the generation writes a block (asked for, or maybe wanted), not one line."""
+        return self.mode.multiline or self.mode.maybe_block
 
     @property
     def fast(self) -> bool:
@@ -76,6 +81,9 @@ class Completion:
     skipped: str = ""         # why nothing was generated
 
 
+# how a generation ends that says the hole is filled: the model's end of the middle, or a stop string (it began
+# to write the code below again)
+ENDS_HOLE = ("eog", "stop")
 # room kept free of prompt in the context: a completion's tokens, the draft, and the file header's few tokens
 GENERATION_RESERVE = 128 + 64
 # the prefix of a fast answer's prompt (the nearest lines), in tokens
@@ -153,7 +161,7 @@ class Pipeline:
     def _plan(self, req: CompletionRequest, ctx: CursorContext, fast: bool, fast_tokens: int | None = None) -> Plan:
         multiline = ctx.mode.multiline
         # a line that may take the lines binding the names below with it (postprocess.Around.line_end)
-        max_tokens = req.max_tokens if multiline or ctx.needs else req.max_tokens_single_line
+        max_tokens = req.max_tokens if multiline or ctx.mode.maybe_block or ctx.needs else req.max_tokens_single_line
         parts = PromptParts(ctx.prefix, ctx.suffix, path=req.document.path, files=ctx.files, outline=ctx.outline,
                             imports=ctx.imports)
         budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix))
@@ -197,11 +205,12 @@ class Pipeline:
             plan.prompt.tokens, max_tokens=plan.max_tokens, stop=plan.stop, language=req.document.language,
             speculative=req.speculative, time_budget_s=req.time_budget_s, record_margins=req.record_margins,
             left_text=plan.prefix, on_text=on_text, on_prompt=on_prompt,
-            single_line=not plan.mode.multiline and not plan.continues, goes_on=plan.around.goes_on,
+            single_line=not plan.writes_block and not plan.continues, goes_on=plan.around.goes_on,
             keep=plan.prompt.stable), cancel)
 
     def finish(self, plan: Plan, gen: Generation) -> Completion:
-        around = replace(plan.around, truncated=gen.stop_reason in ("length", "time"))
+        around = replace(plan.around, truncated=gen.stop_reason in ("length", "time"),
+                         ended=gen.stop_reason in ENDS_HOLE)
         return Completion(self.finish_text(around, gen.text), gen.text, gen, plan.prompt, plan.mode)
 
     @staticmethod

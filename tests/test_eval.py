@@ -129,3 +129,10 @@ def test_tab_until_done_accepts_and_asks_again_through_the_servers_path(tmp_path
     # to come, in the server's cache, at once (not a new generation that writes a line of its own)
     one = next(x for x in r["results"] if x["task_id"].endswith("0/L3_L4"))
     assert one["tab"]["sources"][1:2] == ["cache"] and one["tab"]["stop"] == "empty", one
+    # a new line between statements, where a line or a block may be missing: the model wrote the block (a loop
+    # and its body) and ended the middle, so the first answer is that whole block, and the next Tab is empty
+    gcd = next(x for x in r["results"] if x["task_id"].endswith("13/L0_L1"))
+    first = gcd["pipeline"]
+    assert first["mode"] == "inside a block" and first["stop"] in ("eog", "stop"), first
+    assert first["middle"].count("\n") == 2 and first["passed"], first
+    assert gcd["tab"]["steps"] == 1 and gcd["tab"]["sources"][1:] == ["cache"] and gcd["tab"]["passed"], gcd

@@ -5,14 +5,17 @@ import asyncio
 import time
 from types import SimpleNamespace
 
+from lsp_server.context.trigger import Mode
 from lsp_server.postprocess import Around
 from lsp_server.service.job import EARLY_MIN_CHARS, Job
 
 
-def job_with(partial: str, started_s_ago: float | None = None, prefix: str = "x = ", suffix: str = "\n") -> Job:
+def job_with(partial: str, started_s_ago: float | None = None, prefix: str = "x = ", suffix: str = "\n",
+             maybe_block: bool = False) -> Job:
     async def make():
-        j = Job("file:///x.py", SimpleNamespace(prefix=prefix, suffix=suffix,
-                                                around=Around(prefix, suffix, "python", multiline=False)))
+        j = Job("file:///x.py", SimpleNamespace(
+            prefix=prefix, suffix=suffix, mode=Mode(True, False, "test", maybe_block=maybe_block),
+            around=Around(prefix, suffix, "python", multiline=False, maybe_block=maybe_block)))
         j.future = asyncio.get_running_loop().create_future()
         j.set_partial(partial, 3)
         if started_s_ago is not None:
@@ -76,3 +79,14 @@ def test_a_block_is_answered_early_only_with_a_finished_line():
 
 def test_typing_something_else_is_a_divergence():
     assert job_with("compute(a, b)").take("comb", one_line=True) == "diverged"
+
+
+def test_where_a_block_may_be_missing_the_answer_waits_for_the_model_s_end_up_to_the_early_time():
+    prefix, suffix = "def f(xs):\n    total = 0\n", "\n    return total\n"
+    part = "    total = sum(xs)\n    total *= 2\n"
+    # the line is finished, but the model may be writing the block: wait (for the end, or the early time)
+    assert job_with(part, 0.1, prefix, suffix, maybe_block=True).take("", one_line=True, early_s=0.6) == "wait"
+    assert job_with(part, None, prefix, suffix, maybe_block=True).take("", one_line=True) == "wait"
+    # past the early time: the sure part now, the generation goes on
+    assert job_with(part, 1.0, prefix, suffix, maybe_block=True).take("", one_line=True, early_s=0.6) == \
+        ("text", "    total = sum(xs)", None, False)

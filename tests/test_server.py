@@ -249,3 +249,32 @@ async def test_accepting_a_line_finds_the_next_one_ready(client: LanguageClient)
     nxt = await inline(client, uri, after)
     assert nxt.strip() and time.perf_counter() - t0 < 0.5
     assert (await stats(client))["cache"]["hits"] > s["cache"]["hits"]
+
+
+async def test_where_a_line_or_a_block_may_be_missing_the_model_s_end_decides(client: LanguageClient):
+    # a new line between statements: the model writes on, and where it ends the middle itself (here it began
+    # the `return items` below again) the whole block is the answer, statements that open nothing included
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {"earlyAnswerMs": 0}}))
+    text = ('def swap_ends(items):\n    """Swap the first and the last item of the list, in place."""\n'
+            '    first = items[0]\n    \n    return items\n')
+    uri, _ = open_doc(client, LSP / "swap.py", text=text)
+    block = await inline(client, uri, types.Position(line=3, character=4))
+    lines = [l for l in block.split("\n") if l.strip()]
+    assert len(lines) >= 2 and not any(l.rstrip().endswith(":") for l in lines), block
+    assert all(l.startswith("    ") for l in block.split("\n")[1:]) and "return items" not in block, block
+    # accepted, and asked again at the block's end: nothing more is to come there (the server kept the
+    # model's end in its cache: not a new generation that writes a line of its own)
+    await asyncio.sleep(0.3)
+    last = block.rsplit("\n", 1)[-1]
+    at = types.Position(line=3 + block.count("\n"), character=(0 if "\n" in block else 4) + len(last))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=3, character=4), end=types.Position(line=3, character=4)),
+            text=block)]))
+    assert await inline(client, uri, at) == ""
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {"earlyAnswerMs": 600}}))
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))

@@ -70,6 +70,8 @@ class Answer:
     steps: int = 0        # Tab until done: suggestions accepted, and each request's latency (ms)
     step_ms: list[float] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    raw: str = ""         # the pipeline's: what the model wrote, before post-processing
+    mode: str = ""        # the pipeline's: the completion mode at the hole (context.trigger)
 
 
 @dataclass
@@ -177,7 +179,8 @@ class Evaluator:
         return Answer(middle, False, same_code(middle, task.canonical), tokens=len(g.tokens) if g else 0,
                       seconds=round(g.gen_s, 3) if g else 0.0, stop=g.stop_reason if g else "",
                       skipped=c.skipped, token_ids=list(g.tokens) if g else [],
-                      margins=list(g.margins) if g else []), middle
+                      margins=list(g.margins) if g else [], raw=c.raw,
+                      mode=c.mode.why if c.mode else ""), middle
 
     def _raw(self, task: Task) -> tuple[Answer, str]:
         prompt = build_prompt(self.engine, PromptParts(task.prompt, task.suffix, path=TASK_FILE),
@@ -251,6 +254,10 @@ def _pct(x: int, n: int) -> str:
 def run_eval(engine: Engine, args) -> dict:
     data = Path(args.data) if args.data else default_data()
     tasks = select(load_tasks(data), args.limit, args.seed)
+    if getattr(args, "tasks", None):
+        tasks = [t for t in tasks if any(t.task_id.endswith(want) for want in args.tasks)]
+        if not tasks:
+            raise ValueError(f"{data}: no task id ends with any of {' '.join(args.tasks)}")
     settings = Settings()
     if args.suffix_tokens is not None:
         settings = replace(settings, suffix_tokens=args.suffix_tokens)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from ..context import Document
 from ..engine import Engine
 from ..pipeline import CompletionRequest, Pipeline
+from ..postprocess.drop_suffix_repeat import same_code
 from ..service.scheduler import CompletionService, budget_of
 from ..service.settings import Settings
 
@@ -34,7 +35,7 @@ class TabRun:
 
 
 def first_code_line(text: str) -> str:
-    return next((l.strip() for l in text.split("\n") if l.strip()), "")
+    return same_code(next((l.strip() for l in text.split("\n") if l.strip()), ""))
 
 
 def repeats_below(shown: str, below: str) -> bool:

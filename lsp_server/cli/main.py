@@ -84,7 +84,8 @@ def cmd_complete(args) -> None:
         "speculative": not args.no_spec,
         "drafters": {k: {"steps": v.steps, "drafted": v.drafted, "accepted": v.accepted,
                          "acceptance": round(v.acceptance, 3)} for k, v in g.drafters.items()},
-        "mode": "multi-line" if c.mode.multiline else "single-line", "mode_reason": c.mode.why,
+        "mode": "multi-line" if c.mode.multiline else "line or block" if c.mode.maybe_block else "single-line",
+        "mode_reason": c.mode.why,
         "warnings": engine.warnings,
     }
     if args.json:
@@ -261,6 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--data", metavar="PATH", help="a JSONL file of tasks, gzip or not (default: "
                    "../shared/data/humaneval-single-line.jsonl.gz, else the copy in fixtures/humaneval)")
     e.add_argument("--limit", type=int, default=0, help="at most N tasks (default: all)")
+    e.add_argument("--tasks", nargs="*", metavar="ID", help="only the tasks whose id ends so "
+                   "(e.g. HumanEval/56/L3_L6)")
     e.add_argument("--seed", type=int, help="with --limit: a random sample of tasks drawn with this seed")
     e.add_argument("--json", metavar="PATH", help="write the summary and every task's answers as JSON")
     e.add_argument("--timeout", type=float, default=10.0, help="seconds each task's tests may run (default 10)")

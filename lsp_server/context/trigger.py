@@ -1,4 +1,7 @@
-"""Whether to complete at a cursor, and how much: one line mid-statement, a block where one is opened."""
+"""Whether to complete at a cursor, and how much: one line mid-statement, a block where one is opened, and on a
+new line between a block's statements either (`Mode.maybe_block`): the code there cannot tell a line missing
+from a block missing (the signals that announce a block, such as names used below and bound nowhere, a `return`
+right below, a dedent, fire as often at one-line holes), so the model writes on and its end decides."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,6 +23,10 @@ class Mode:
     complete: bool
     multiline: bool
     why: str
+    # one line or a block, as the model decides: generate a block; show it whole where the model ends it by
+    # itself (end of the middle, or the code below again), else its first line, the rest kept as the next
+    # suggestion (postprocess.Around.ended)
+    maybe_block: bool = False
 
 
 def decide(prefix: str, suffix: str, language: str, tree: Tree | None | bool = False) -> Mode:
@@ -51,11 +58,11 @@ def decide(prefix: str, suffix: str, language: str, tree: Tree | None | bool = F
     if node.type in DEFINITIONS:
         # reached without passing its block: the code being written broke the parse (an `elif` whose `if` is
         # the missing line), and the error node hides the block; the cursor is still among the body's lines
-        return Mode(True, False, "inside a definition")
+        return Mode(True, False, "inside a definition", maybe_block=not line_after.strip())
     named = [c for c in node.named_children if c.type != "comment"]
     if not named:
         return Mode(True, True, "empty block")
-    return Mode(True, False, "inside a block")
+    return Mode(True, False, "inside a block", maybe_block=not line_after.strip())
 
 
 def _indent(line: str) -> int:

@@ -60,6 +60,10 @@ class Around:
     # names the code below uses that nothing above binds (context.names): a one-line completion that leaves
     # one unbound goes on for a few lines that bind it, if the model writes them
     needs: frozenset[str] = field(default_factory=frozenset)
+    # one line was asked for where a block may be missing (context.trigger.Mode.maybe_block): the completion is
+    # the block when the model ended the middle by itself (`ended`: end of the middle, or the code below again)
+    maybe_block: bool = False
+    ended: bool = False
 
     @property
     def line_before(self) -> str:
@@ -88,19 +92,43 @@ class Around:
         """Whether the cursor's line, finished by the first line of `middle` with code, opens a block whose
         body the suffix does not hold: a one-line completion then goes on into the body (`if n == 1:` alone is
         broken code)."""
+        line = self._opener(middle)
+        if line is None:
+            return False
+        if self.code_start(middle) == 0 and self.line_after.strip():
+            return False   # the rest of the line stands right of the cursor: nothing follows it
+        nxt = self._next_below()
+        return nxt is None or indent(nxt) <= indent(line)
+
+    def body_below(self, middle: str) -> bool:
+        """Whether the first code line of `middle` opens a block whose body the suffix already holds (the code
+        below is indented deeper): that line alone is the answer, not a body of the model's own
+        (HumanEval/132/L5: an `elif` missing above its body)."""
+        line = self._opener(middle)
+        nxt = self._next_below()
+        if line is None or nxt is None or indent(nxt) <= indent(line):
+            return False
+        if self.language == "python" and re.match(r"\w*", nxt.strip()).group() in CLAUSES or \
+                set(nxt.strip()) <= set(")]}"):
+            return False   # goes on with a statement the hole holds (`else:` of an `if` in it): not the body
+        # the model's own body is at the level of the line below (deeper: the line below is in a block the hole
+        # opens, HumanEval/127/L0_L2)
+        start = self.code_start(middle)
+        body = next((l for l in middle[start:].split("\n")[1:] if l.strip()), None)
+        return body is None or indent(body) == indent(nxt)
+
+    def _opener(self, middle: str) -> str | None:
+        """The cursor's line finished by the first code line of `middle`, if it opens a block."""
         start = self.code_start(middle)
         first = middle[start:].split("\n", 1)[0]
         line = first if start else self.line_before + first
         code = python_code(line) if self.language == "python" else line.rstrip()
-        if not (code.endswith(":") if self.language == "python" else
-                self.language in BRACE_LANGUAGES and code.endswith("{")):
-            return False
-        if not start and self.line_after.strip():
-            return False   # the rest of the line stands right of the cursor: nothing follows it
-        for nxt in self.suffix.split("\n")[1:]:
-            if nxt.strip():
-                return indent(nxt) <= indent(line)
-        return True
+        opens = code.endswith(":") if self.language == "python" else \
+            self.language in BRACE_LANGUAGES and code.endswith("{")
+        return line if opens else None
+
+    def _next_below(self) -> str | None:
+        return next((l for l in self.suffix.split("\n")[1:] if l.strip()), None)
 
     def block_end(self, middle: str) -> int:
         """For a `middle` whose first code line opens a block: where that block ends, after its closer (brace

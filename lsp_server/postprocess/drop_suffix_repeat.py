@@ -1,12 +1,22 @@
 """Drop the end of a completion that writes again the lines already below the cursor (the next statement,
 the block's closing line)."""
+import re
+
 from .around import Around
 
 
 def _norm(line: str) -> str:
     # a line of closers is told apart by its level: the `}` of an inner block is not the function's below
     code = line.strip()
-    return line.rstrip().expandtabs(4) if set(code) <= CLOSERS else code
+    return line.rstrip().expandtabs(4) if set(code) <= CLOSERS else same_code(code)
+
+
+def same_code(code: str) -> str:
+    """A line of code up to the spaces around its operators and punctuation (`i += 1` is `i+=1`)."""
+    return PUNCT_SPACE.sub(r"\1", code.strip())
+
+
+PUNCT_SPACE = re.compile(r"\s*([^\w\s])\s*")
 
 
 CLOSERS = set(")]};,")

@@ -61,12 +61,14 @@ class Job:
         part = self.partial
         if not (part.startswith(typed) or typed.startswith(part)):
             return "diverged"
-        if one_line and len(part) > len(typed):
+        late = (early_s is not None and self.gen_started_at is not None
+                and time.perf_counter() - self.gen_started_at >= early_s)
+        # where a block may be missing, the answer waits for the model to end it, up to the early answer's time
+        if one_line and len(part) > len(typed) and (late or not self.plan.mode.maybe_block):
             end = self.plan.around.line_end(part, len(typed))
-            if end >= 0:
-                return "text", part[len(typed):end], None, False   # its line is finished: answer now, let it go on
-        if (early_s is not None and self.gen_started_at is not None and len(part) > len(typed)
-                and time.perf_counter() - self.gen_started_at >= early_s):
+            if end >= 0:   # its line is finished: answer now, let it go on
+                return "text", part[len(typed):end], None, False
+        if late and len(part) > len(typed):
             rest = part[len(typed):]
             if one_line:
                 start = self.plan.around.code_start(part)

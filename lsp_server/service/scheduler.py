@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..context import Document
 from ..engine import Engine, Generation, shared_prefix
-from ..pipeline import CompletionRequest, Pipeline, Plan
+from ..pipeline import ENDS_HOLE, CompletionRequest, Pipeline, Plan
 from ..prompt import PromptBudget
 from .cache import TypingCache
 from .fill import Filler
@@ -27,9 +27,6 @@ log = logging.getLogger("tandem.service")
 # where no prompt evaluates within the budget, a better one is taken over the one with least to evaluate when it
 # leaves at most this many tokens more
 FAST_GAIN = 32
-# how a generation ends that says the hole is filled: the model's end of the middle, or a stop string (it began
-# to write the code below again)
-ENDS_HOLE = ("eog", "stop")
 # a request this soon after the document's previous one comes from someone typing: its answer will most likely
 # be superseded by the next keystroke before it is seen
 TYPING_GAP_S = 0.5
@@ -249,7 +246,8 @@ class CompletionService:
                 return self._done(t0, Answer("", "superseded", why="a newer request or edit replaced it"), lang)
             _, raw, gen, early = got
             truncated = early or (gen is not None and gen.stop_reason in ("length", "time"))
-            around = replace(plan.around, truncated=truncated)
+            around = replace(plan.around, truncated=truncated,
+                             ended=not early and gen is not None and gen.stop_reason in ENDS_HOLE)
             text = await loop.run_in_executor(self.context_pool, self.pipeline.finish_text, around, raw)
             self.cache.store(uri, plan.prefix, plan.suffix, text)
             if text and self.settings.prefetch and plan.mode.multiline and gen is not None \
@@ -374,7 +372,8 @@ class CompletionService:
         if pipeline is None:
             return
         loop = asyncio.get_running_loop()
-        full = replace(plan.around, truncated=gen.stop_reason in ("length", "time"))
+        ended = gen.stop_reason in ENDS_HOLE
+        full = replace(plan.around, truncated=gen.stop_reason in ("length", "time"), ended=ended)
         whole = await loop.run_in_executor(self.context_pool, pipeline.finish_text, full, text)
         self.cache.store(job.uri, plan.prefix, plan.suffix, whole)
         if gen.stop_reason in ENDS_HOLE and whole and whole.rstrip() == text.rstrip():
@@ -390,7 +389,14 @@ class CompletionService:
         shown = await loop.run_in_executor(self.context_pool, pipeline.finish_text, alone, text[:end])
         if not shown or not text.startswith(shown):
             return
-        around = replace(plan.around, prefix=plan.prefix + shown, truncated=gen.stop_reason in ("length", "time"))
+        if alone.body_below(shown):
+            # the line opens a block whose body is the code below: the hole is filled, whatever body the
+            # model went on to write of its own (HumanEval/132/L5: an `elif` line was missing)
+            self.cache.store(job.uri, plan.prefix + shown, plan.suffix, "", done=True)
+            return
+        # (where the model ended a block it may be missing, the rest of that block)
+        around = replace(plan.around, prefix=plan.prefix + shown, truncated=gen.stop_reason in ("length", "time"),
+                         ended=ended)
         nxt = await loop.run_in_executor(self.context_pool, pipeline.finish_text, around, text[len(shown):])
         if nxt.strip():
             self.cache.store(job.uri, plan.prefix + shown, plan.suffix, nxt)

@@ -1,0 +1,25 @@
+"""A Python completion does not end in a statement that makes the code below unreachable: a `return`, `raise`,
+`break` or `continue` at the level of the next code line below (one that is not a clause such as `else:`)
+turns that line into dead code. The model went its own way there (HumanEval/126/L4: `return lst ==
+sorted(lst)` written above `if all(...)`, after the `return False` the hole wanted); the line is dropped."""
+import re
+
+from .around import CLAUSES, Around, indent
+
+TERMINATOR = re.compile(r"(return|raise|break|continue)\b")
+
+
+def apply(completion: str, around: Around) -> str:
+    if around.language != "python" or around.line_after.strip():
+        return completion
+    below = next((l for l in around.suffix.split("\n")[1:] if l.strip() and not l.lstrip().startswith("#")), None)
+    if below is None or re.match(r"\w*", below.strip()).group() in CLAUSES or set(below.strip()) <= set(")]}"):
+        return completion
+    lines = completion.split("\n")
+    last = max((i for i, l in enumerate(lines) if l.strip()), default=-1)
+    if last < 0:
+        return completion
+    line = lines[last] if last else around.line_before + lines[0]
+    if indent(line) == indent(below) and TERMINATOR.match(line.strip()):
+        return "\n".join(lines[:last])
+    return completion
