@@ -21,5 +21,7 @@ def apply(completion: str, around: Around) -> str:
         return completion
     line = lines[last] if last else around.line_before + lines[0]
     if indent(line) == indent(below) and TERMINATOR.match(line.strip()):
-        return "\n".join(lines[:last])
+        kept = "\n".join(lines[:last])
+        # what is left must hold code: a comment the model wrote above its line is no answer on its own
+        return kept if any(l.strip() and not l.lstrip().startswith("#") for l in kept.split("\n")) else ""
     return completion
