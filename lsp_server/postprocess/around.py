@@ -102,8 +102,10 @@ class Around:
 
     def body_below(self, middle: str) -> bool:
         """Whether the first code line of `middle` opens a block whose body the suffix already holds (the code
-        below is indented deeper): that line alone is the answer, not a body of the model's own
-        (HumanEval/132/L5: an `elif` missing above its body)."""
+        below is indented deeper): once that line is accepted the hole is filled (HumanEval/132/L5: an `elif`
+        missing above its body), and the server keeps no next suggestion after it. (Where the model ended a
+        block of its own there, that block is still the first answer: on the multi-line set a hole is as often
+        an opener with the first lines of its body above the rest.)"""
         line = self._opener(middle)
         nxt = self._next_below()
         if line is None or nxt is None or indent(nxt) <= indent(line):
