@@ -21,6 +21,11 @@ def python_code(line: str) -> str:
     return line.split("#", 1)[0].rstrip()
 
 
+def first_word(line: str) -> str:
+    """The keyword or name a line starts with (`else` of `    else:`)."""
+    return re.match(r"\w*", line.strip()).group()
+
+
 def indent(line: str) -> int:
     return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
 
@@ -110,7 +115,7 @@ class Around:
         nxt = self._next_below()
         if line is None or nxt is None or indent(nxt) <= indent(line):
             return False
-        if self.language == "python" and re.match(r"\w*", nxt.strip()).group() in CLAUSES or \
+        if self.language == "python" and first_word(nxt) in CLAUSES or \
                 set(nxt.strip()) <= set(")]}"):
             return False   # goes on with a statement the hole holds (`else:` of an `if` in it): not the body
         # the model's own body is at the level of the line below (deeper: the line below is in a block the hole
@@ -148,7 +153,7 @@ class Around:
             if line and indent(middle[pos:end]) <= base:
                 level = indent(middle[pos:end]) == base
                 if self.language == "python":
-                    if not (level and re.match(r"\w*", line).group() in CLAUSES):
+                    if not (level and first_word(line) in CLAUSES):
                         return pos - 1
                 elif line.startswith(("}", ")", "]")):
                     if not (level and line.endswith("{")):   # `} else {` goes on

@@ -4,7 +4,7 @@ turns that line into dead code. The model went its own way there (HumanEval/126/
 sorted(lst)` written above `if all(...)`, after the `return False` the hole wanted); the line is dropped."""
 import re
 
-from .around import CLAUSES, Around, indent
+from .around import CLAUSES, Around, first_word, indent
 
 TERMINATOR = re.compile(r"(return|raise|break|continue)\b")
 
@@ -12,8 +12,8 @@ TERMINATOR = re.compile(r"(return|raise|break|continue)\b")
 def apply(completion: str, around: Around) -> str:
     if around.language != "python" or around.line_after.strip():
         return completion
-    below = next((l for l in around.suffix.split("\n")[1:] if l.strip() and not l.lstrip().startswith("#")), None)
-    if below is None or re.match(r"\w*", below.strip()).group() in CLAUSES or set(below.strip()) <= set(")]}"):
+    below = next((l for l in around.suffix.split("\n")[1:] if l.strip() and not around.comment_only(l)), None)
+    if below is None or first_word(below) in CLAUSES or set(below.strip()) <= set(")]}"):
         return completion
     lines = completion.split("\n")
     last = max((i for i, l in enumerate(lines) if l.strip()), default=-1)
@@ -23,5 +23,5 @@ def apply(completion: str, around: Around) -> str:
     if indent(line) == indent(below) and TERMINATOR.match(line.strip()):
         kept = "\n".join(lines[:last])
         # what is left must hold code: a comment the model wrote above its line is no answer on its own
-        return kept if any(l.strip() and not l.lstrip().startswith("#") for l in kept.split("\n")) else ""
+        return kept if any(l.strip() and not around.comment_only(l) for l in kept.split("\n")) else ""
     return completion

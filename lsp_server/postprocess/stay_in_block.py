@@ -13,7 +13,7 @@ nothing), the hole is the function's end: the completion may go down to the func
 below it (HumanEval/119/L6_L9: the `else` body, then the `if` after the loop, then the function's `return`)."""
 import re
 
-from .around import CLAUSES, Around, indent, open_brackets
+from .around import CLAUSES, Around, first_word, indent, open_brackets
 
 CLOSER_LINE = set(")]};, \t")
 # the statements a Python clause goes on with (`else` also ends a loop or a `try`)
@@ -56,11 +56,11 @@ def goes_on_above(around: Around, written: list[str], line: str) -> bool:
         # a bracket is left open by the text around the hole (a dict literal whose end is in the hole)
         return around.language == "python" and open_brackets(around.prefix + around.suffix) > 0 \
             and open_brackets(around.prefix + "\n".join(written)) > 0
-    if around.language != "python" or re.match(r"\w*", line.strip()).group() not in CLAUSES:
+    if around.language != "python" or first_word(line) not in CLAUSES:
         return False
     above = (around.prefix + "\n".join(written)).split("\n")
     opener = next((l for l in reversed(above) if l.strip() and indent(l) <= ind), "")
-    return indent(opener) == ind and re.match(r"\w*", opener.strip()).group() in CLAUSE_OF
+    return indent(opener) == ind and first_word(opener) in CLAUSE_OF
 
 
 def function_end_floor(around: Around, base: int) -> int:
