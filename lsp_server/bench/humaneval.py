@@ -261,6 +261,8 @@ def run_eval(engine: Engine, args) -> dict:
     settings = Settings()
     if args.suffix_tokens is not None:
         settings = replace(settings, suffix_tokens=args.suffix_tokens)
+    if getattr(args, "suffix_tokens_in_block", None) is not None:
+        settings = replace(settings, suffix_tokens_in_block=args.suffix_tokens_in_block)
     variants = tuple(v for v in VARIANTS if v not in set(args.skip or ()))
     ev = Evaluator(engine, settings, Sandbox(args.timeout), args.max_tokens, variants)
     tallies = {v: Tally() for v in variants}
@@ -312,7 +314,8 @@ def _report(data, tasks, tallies, results, differ, ev: Evaluator, args, partial:
     return {
         "data": str(data), "tasks": len(tasks), "partial": partial, "limit": args.limit, "seed": args.seed,
         "target": ev.engine.target.path, "draft": ev.engine.draft.path if ev.engine.draft else None,
-        "suffix_tokens": ev.settings.suffix_tokens, "max_tokens_raw": ev.max_tokens_raw,
+        "suffix_tokens": ev.settings.suffix_tokens, "suffix_tokens_in_block": ev.settings.suffix_tokens_in_block,
+        "max_tokens_raw": ev.max_tokens_raw,
         "sandbox": ev.sandbox.isolation, "timeout_s": args.timeout,
         "summary": {v: t.row() for v, t in tallies.items()},
         "speculative_differs_from_plain": differ,

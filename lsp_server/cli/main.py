@@ -270,6 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--max-tokens", type=int, default=64, help="token limit of raw FIM (default 64); the "
                    "pipeline uses the server's limits")
     e.add_argument("--suffix-tokens", type=int, help="the pipeline's suffix budget (default: the server's, 16)")
+    e.add_argument("--suffix-tokens-in-block", type=int, help="the pipeline's suffix budget where code of the "
+                   "cursor's block follows (default: the server's, 64)")
     e.add_argument("--skip", nargs="*", choices=("raw", "plain", "pipeline", "tab"), help="answers not to compute")
     add_engine_options(e)
     e.set_defaults(func=cmd_eval, stats="")
