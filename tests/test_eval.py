@@ -108,6 +108,33 @@ def test_a_short_run_with_the_real_model(tmp_path):
     assert bad.returncode == 2 and "cannot read" in bad.stderr
 
 
+def test_a_long_run_resumes_from_its_json(tmp_path):
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    run = ["eval", "humaneval", "--skip", "raw", "plain", "tab"]
+    p = subprocess.run(tandem_cmd() + run + ["--limit", "2", "--json", str(first)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(first.read_text())
+    # as a run stopped after its first task would have left it, with a mark that it was not recomputed
+    r["results"] = r["results"][:1]
+    r["results"][0]["pipeline"]["middle"] = "    from_the_first_run = True\n"
+    r["results"][0]["pipeline"]["passed"] = True
+    first.write_text(json.dumps(r))
+    p = subprocess.run(tandem_cmd() + run + ["--limit", "3", "--resume", str(first), "--json", str(second)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr
+    assert "1 answered already" in p.stderr
+    r2 = json.loads(second.read_text())
+    assert r2["tasks"] == 3 and [x["task_id"] for x in r2["results"]] == [t.task_id for t in load_tasks(
+        default_data())[:3]]
+    assert r2["results"][0]["pipeline"]["middle"] == "    from_the_first_run = True\n"
+    assert r2["summary"]["pipeline"]["tasks"] == 3 and r2["summary"]["pipeline"]["passed"] >= 1
+    # a JSON without the variants asked for is refused, not half used
+    p = subprocess.run(tandem_cmd() + ["eval", "humaneval", "--skip", "raw", "tab", "--limit", "3", "--resume",
+                                       str(first)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert p.returncode != 0 and "no plain answers" in p.stderr
+
+
 @pytest.mark.models
 def test_tab_until_done_accepts_and_asks_again_through_the_servers_path(tmp_path):
     data = ROOT / "fixtures" / "humaneval" / "multi-line-sample.jsonl"

@@ -19,7 +19,7 @@ import random
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from ..context import Document
@@ -247,6 +247,27 @@ def divergence(plain: Answer, spec: Answer) -> dict:
     return {"token": i, "gap": round(min(gaps), 3) if gaps else None}
 
 
+def resumed(path: str, data: Path, variants: tuple[str, ...]) -> tuple[dict[str, TaskResult], dict[str, list]]:
+    """The answers an earlier run of the same data and variants wrote to its JSON (partial or whole), so a long
+    run goes on where it stopped; token ids and margins are not in the JSON, so a resumed task's divergence is
+    the one it recorded."""
+    report = json.loads(Path(path).read_text())
+    if Path(report["data"]).name != data.name:
+        raise ValueError(f"{path} is a run of {report['data']}, not of {data}")
+    done = {}
+    for r in report["results"]:
+        if set(variants) - set(r):
+            raise ValueError(f"{path} has no {', '.join(sorted(set(variants) - set(r)))} answers: resume it "
+                             f"with the variants it was run with")
+        names = {f.name for f in fields(Answer)}
+        done[r["task_id"]] = TaskResult(r["task_id"], {v: Answer(**{k: x for k, x in r[v].items() if k in names})
+                                                       for v in variants})
+    differ: dict[str, list] = {}
+    for d in report.get("speculative_differs_from_plain", []):
+        differ.setdefault(d["task_id"], []).append(d)
+    return done, differ
+
+
 def _pct(x: int, n: int) -> str:
     return f"{100 * x / n:5.1f} %" if n else "    -"
 
@@ -268,14 +289,26 @@ def run_eval(engine: Engine, args) -> dict:
     tallies = {v: Tally() for v in variants}
     results: list[TaskResult] = []
     differ: list[dict] = []   # tasks where speculative and plain decoding wrote different code
+    done, done_differ = resumed(args.resume, data, variants) if getattr(args, "resume", None) else ({}, {})
     print(f"HumanEval: {len(tasks)} tasks from {data}; variants: {', '.join(variants)}; "
-          f"sandbox: {ev.sandbox.isolation}, {args.timeout:g}s timeout", file=sys.stderr)
+          f"sandbox: {ev.sandbox.isolation}, {args.timeout:g}s timeout"
+          + (f"; {sum(t.task_id in done for t in tasks)} answered already in {args.resume}" if done else ""),
+          file=sys.stderr)
     pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-eval-run")   # tests run while the model writes
     pending: list[tuple[Answer, Future]] = []
     t0 = time.perf_counter()
     tty = sys.stderr.isatty()
     cr = "\r" if tty else ""
+    computed = 0
     for i, task in enumerate(tasks, 1):
+        if task.task_id in done:
+            res = done[task.task_id]
+            results.append(res)
+            differ += done_differ.get(task.task_id, [])
+            for v in variants:
+                tallies[v].add(res.answers[v])
+            continue
+        computed += 1
         res = TaskResult(task.task_id)
         for v in variants:
             ans, middle = ev.answer(task, v)
@@ -295,7 +328,7 @@ def run_eval(engine: Engine, args) -> dict:
             spent = time.perf_counter() - t0
             figures = "  ".join(f"{v} {_pct(tallies[v].passed, i).strip()}" for v in variants)
             print(f"{cr}[{i}/{len(tasks)}] pass@1 {figures}  "
-                  f"{spent / i:.1f} s/task, {(len(tasks) - i) * spent / i / 60:.0f} min left   ",
+                  f"{spent / computed:.1f} s/task, {(len(tasks) - i) * spent / computed / 60:.0f} min left   ",
                   end="" if tty and i < len(tasks) else "\n", file=sys.stderr, flush=True)
         if args.json and i % 50 == 0:
             _write(args.json, _report(data, tasks[:i], tallies, results, differ, ev, args, partial=True))

@@ -161,6 +161,8 @@ def cmd_eval(args) -> None:
     engine, _ = _load_engine(args)
     try:
         run_eval(engine, args)
+    except (ValueError, OSError) as e:   # --tasks that match nothing, a --resume file that does not fit
+        _die(str(e), 1)
     finally:
         engine.close()
 
@@ -266,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(e.g. HumanEval/56/L3_L6)")
     e.add_argument("--seed", type=int, help="with --limit: a random sample of tasks drawn with this seed")
     e.add_argument("--json", metavar="PATH", help="write the summary and every task's answers as JSON")
+    e.add_argument("--resume", metavar="PATH", help="take the answers of the tasks an earlier run's JSON has "
+                   "(written every 50 tasks) and compute only the others")
     e.add_argument("--timeout", type=float, default=10.0, help="seconds each task's tests may run (default 10)")
     e.add_argument("--max-tokens", type=int, default=64, help="token limit of raw FIM (default 64); the "
                    "pipeline uses the server's limits")
