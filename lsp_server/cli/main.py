@@ -44,14 +44,24 @@ def cmd_models(args) -> None:
 
 
 def _load_engine(args, **over):
-    from ..engine import Engine, ModelFileError
-    from .options import engine_config
+    from ..engine import ModelFileError, make_engine
+    from ..engine.remote import BackendError
+    from .options import backend_config, engine_config
     t0 = time.perf_counter()
     try:
-        engine = Engine(engine_config(args, **over))
-    except (ModelFileError, ValueError) as e:
+        engine = make_engine(engine_config(args, **over), backend_config(args))
+    except (ModelFileError, BackendError, ValueError) as e:
         _die(str(e), 1)
+    _die_if_down(engine)
     return engine, time.perf_counter() - t0
+
+
+def _die_if_down(engine) -> None:
+    """A backend that cannot be used ends the command with its reason (the server, by contrast, waits)."""
+    health = getattr(engine, "health", None)
+    if health is not None and health.state == "down":
+        engine.close()
+        _die(health.error, 1)
 
 
 def cmd_complete(args) -> None:
@@ -72,9 +82,10 @@ def cmd_complete(args) -> None:
                                                         speculative=not args.no_spec, multiline=multiline,
                                                         force=True))
     except ContextFullError as e:
-        _die(str(e), 1)
-    finally:
         engine.close()
+        _die(str(e), 1)
+    _die_if_down(engine)
+    engine.close()
     g = c.generation
     stats = {
         "tokens": len(g.tokens), "seconds": round(g.gen_s, 3), "tok_s": round(g.tok_s, 2),

@@ -29,7 +29,8 @@ def register(server: TandemServer) -> None:
         ls.workspace_root = to_fs_path(root) if root else params.root_path
         settings = Settings()
         try:
-            settings, used = load_files(settings, ls.workspace_root)
+            settings, used = load_files(settings, ls.workspace_root,
+                                        warn=lambda msg: ls.message(types.MessageType.Warning, msg))
         except SettingsError as e:
             ls.message(types.MessageType.Error, f"config file ignored: {e}")
         try:

@@ -1,0 +1,231 @@
+"""The remote engine against a real llama-server (built from the vendored llama.cpp, the default models): the
+CLI, the server over stdio (inline and popup completions, cancellation, a killed server and its recovery, a
+wrong API key), and the server's own speculation."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import time
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from conftest import FIXTURES, ROOT, tandem_cmd
+from llama_server import LlamaServer, free_port
+from lsp_helpers import blank_cursor, inline, open_doc, popup, start, stats, wait_ready
+
+pytestmark = pytest.mark.models
+DEMO = ["fixtures/demo/orders.py", "--line", "40", "--col", "1", "--max-tokens", "48"]
+KEY_VAR = "TANDEM_TEST_BACKEND_KEY"
+KEY = "s3cret-key-for-the-test-only"
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = LlamaServer(slots=2).start()
+    yield s
+    s.stop()
+
+
+def tandem(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(tandem_cmd() + list(args), capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def test_complete_through_llama_server_prints_what_the_local_engine_prints(server):
+    remote = tandem("complete", *DEMO, "--backend", server.url, "--json")
+    assert remote.returncode == 0, remote.stderr
+    local = tandem("complete", *DEMO, "--no-spec", "--json")
+    assert local.returncode == 0, local.stderr
+    r, l = json.loads(remote.stdout), json.loads(local.stdout)
+    assert r["completion"].strip() and r["completion"] == l["completion"]
+    assert r["stats"]["tokens"] > 0 and r["stats"]["prompt_tokens"] == l["stats"]["prompt_tokens"]
+
+
+def test_complete_with_the_server_down_exits_with_one_line_that_says_what_to_do():
+    out = tandem("complete", *DEMO, "--backend", f"http://127.0.0.1:{free_port()}", timeout=120)
+    assert out.returncode == 1
+    lines = [l for l in out.stderr.splitlines() if l.startswith("tandem:")]
+    assert len(lines) == 1 and "cannot connect" in lines[0] and "is the server running" in lines[0]
+
+
+def test_the_servers_own_speculation_is_counted():
+    s = LlamaServer(draft=True, slots=1).start()
+    try:
+        out = tandem("complete", *DEMO, "--backend", s.url, "--json")
+        assert out.returncode == 0, out.stderr
+        d = json.loads(out.stdout)["stats"]["drafters"]
+        assert d["server"]["drafted"] > 0 and 0 <= d["server"]["accepted"] <= d["server"]["drafted"]
+    finally:
+        s.stop()
+
+
+# ---- the language server on the backend -----------------------------------------------------------------
+
+def remote_config(url: str, **extra) -> dict:
+    return {"backend": url, "timeBudgetMs": 30000, "earlyAnswerMs": 0, "backendTimeoutMs": 5000, **extra}
+
+
+SERVER = ClientServerConfig(server_command=tandem_cmd() + ["serve"])
+
+
+@pytest_lsp.fixture(config=SERVER, scope="function")
+async def lsp(lsp_client: LanguageClient):
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio
+async def test_inline_and_popup_completions_come_from_the_backend(lsp: LanguageClient, server):
+    await start(lsp, remote_config(server.url))
+    s = await wait_ready(lsp)
+    assert s["ready"], s["load_error"]
+    uri, text = open_doc(lsp, FIXTURES / "lsp" / "inventory.py")
+    pos = blank_cursor(text)
+    assert (await inline(lsp, uri, pos)).strip()
+    items = await popup(lsp, uri, pos)
+    assert items and items[0].insert_text or items[0].text_edit
+    s = await stats(lsp)
+    assert s["backend"]["health"]["state"] == "up" and s["backend"]["kind"] == "llama-server"
+    assert s["backend"]["health"]["first_token_ms"] > 0 and not s["memory"]["kv_store"]["bytes"]
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_request_frees_the_servers_slot(lsp: LanguageClient, server):
+    await start(lsp, remote_config(server.url, maxTokens=400, timeBudgetMs=60000, prefetch=False))
+    assert (await wait_ready(lsp))["ready"]
+    uri, text = open_doc(lsp, FIXTURES / "lsp" / "inventory.py")
+    fut = lsp.protocol.send_request_async(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=blank_cursor(text),
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+    for _ in range(200):   # until the server works on it
+        if any(server.slots_busy()):
+            break
+        await asyncio.sleep(0.05)
+    assert any(server.slots_busy())
+    fut.cancel()
+    t0 = time.monotonic()
+    while any(server.slots_busy()) and time.monotonic() - t0 < 5:
+        await asyncio.sleep(0.05)
+    # llama-server notices a closed connection within its 1 s poll
+    assert not any(server.slots_busy()), "the slot still generates after the cancel"
+    assert time.monotonic() - t0 < 2.5
+
+
+@pytest.mark.asyncio
+async def test_a_killed_server_is_reported_once_and_completions_come_back_with_it(lsp: LanguageClient):
+    backend = LlamaServer(slots=1).start()
+    try:
+        await start(lsp, remote_config(backend.url))
+        assert (await wait_ready(lsp))["ready"]
+        uri, text = open_doc(lsp, FIXTURES / "lsp" / "inventory.py")
+        pos = blank_cursor(text)
+        assert (await inline(lsp, uri, pos)).strip()
+        backend.stop()
+        for _ in range(4):   # a few requests while it is down: empty, the server stays up, one message
+            assert await inline(lsp, uri, pos) == ""
+        await asyncio.sleep(0.3)
+        down = [m for m in lsp.messages if "cannot connect" in m.message]
+        assert len(down) == 1 and down[0].type == types.MessageType.Warning
+        s = await stats(lsp)
+        assert s["backend"]["health"]["state"] == "down" and s["backend"]["health"]["errors"] >= 1
+        # requests in the backoff do not reach the network: errors grow slower than requests
+        assert s["backend"]["health"]["errors"] < 4
+        LlamaServer(slots=1, port=backend.port).start()
+        backend.proc = None
+        got = ""
+        t0 = time.monotonic()
+        while not got.strip() and time.monotonic() - t0 < 60:
+            await asyncio.sleep(1)
+            got = await inline(lsp, uri, pos)
+        assert got.strip()
+        await asyncio.sleep(0.3)
+        assert any("answers again" in m.message for m in lsp.messages)
+        assert (await stats(lsp))["backend"]["health"]["state"] == "up"
+    finally:
+        backend.stop()
+        subprocess.run(["pkill", "-f", f"--port {backend.port}"], check=False)
+
+
+WRONG = "not-the-key-4711"
+KEYED = ClientServerConfig(server_command=tandem_cmd() + ["serve"], server_env={**os.environ, KEY_VAR: WRONG})
+
+
+@pytest_lsp.fixture(config=KEYED, scope="function")
+async def keyed(lsp_client: LanguageClient):
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio
+async def test_a_wrong_api_key_is_reported_and_never_shown(keyed: LanguageClient):
+    backend = LlamaServer(slots=1, api_key=KEY).start()
+    try:
+        await start(keyed, remote_config(backend.url, backendApiKeyEnv=KEY_VAR))
+        assert (await wait_ready(keyed))["ready"]
+        uri, text = open_doc(keyed, FIXTURES / "lsp" / "inventory.py")
+        assert await inline(keyed, uri, blank_cursor(text)) == ""
+        await asyncio.sleep(0.3)
+        refused = [m.message for m in keyed.messages if "refused" in m.message]
+        assert len(refused) == 1 and KEY_VAR in refused[0] and "HTTP 401" in refused[0]
+        s = await stats(keyed, records=True)
+        assert s["backend"]["health"]["state"] == "down"
+        everything = json.dumps(s) + " ".join(m.message for m in keyed.messages)
+        assert WRONG not in everything and KEY_VAR in everything
+    finally:
+        backend.stop()
+
+
+def test_the_right_api_key_is_sent_and_the_key_never_printed():
+    backend = LlamaServer(slots=1, api_key=KEY).start()
+    try:
+        out = tandem("complete", *DEMO, "--backend", backend.url, "--backend-api-key-env", KEY_VAR, "--json",
+                     env={KEY_VAR: KEY})
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["completion"].strip() and KEY not in out.stdout + out.stderr
+        wrong = tandem("complete", *DEMO, "--backend", backend.url, "--backend-api-key-env", KEY_VAR,
+                       env={KEY_VAR: WRONG})
+        assert wrong.returncode == 1 and f"refused the key in {KEY_VAR}" in wrong.stderr
+        assert WRONG not in wrong.stderr + wrong.stdout
+        unset = tandem("complete", *DEMO, "--backend", backend.url, "--backend-api-key-env", "TANDEM_NO_SUCH_VAR")
+        assert unset.returncode == 1 and "TANDEM_NO_SUCH_VAR" in unset.stderr and "not set" in unset.stderr
+    finally:
+        backend.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_workspace_file_cannot_choose_the_backend_or_models(lsp: LanguageClient, tmp_path, server):
+    (tmp_path / "tandem.toml").write_text(f'backend = "{server.url}"\ntarget = "/tmp/theirs.gguf"\n'
+                                          f'maxTokens = 80\n')
+    (tmp_path / "a.py").write_text("def f(x):\n    \n")
+    await start(lsp, {"draft": "none"}, root=tmp_path)
+    await asyncio.sleep(0.3)
+    warned = [m.message for m in lsp.messages if "ignored" in m.message]
+    assert warned and "backend" in warned[0] and "target" in warned[0] and "repository" in warned[0]
+    s = await stats(lsp)
+    assert s["settings"]["backend"] == "" and s["settings"]["target"] == "" and s["settings"]["max_tokens"] == 80
+
+
+def user_config_env(tmp_path, url: str) -> dict:
+    (tmp_path / "tandem").mkdir(exist_ok=True)
+    (tmp_path / "tandem" / "config.toml").write_text(f'backend = "{url}"\n')
+    return {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
+
+
+@pytest.mark.asyncio
+async def test_the_users_own_config_may_choose_the_backend(tmp_path, server):
+    config = ClientServerConfig(server_command=tandem_cmd() + ["serve"],
+                                server_env=user_config_env(tmp_path, server.url))
+    client = await config.start()
+    try:
+        await start(client, {"timeBudgetMs": 30000, "earlyAnswerMs": 0})
+        s = await wait_ready(client)
+        assert s["ready"] and s["settings"]["backend"] == server.url and s["backend"]["health"]["state"] == "up"
+        assert not [m for m in client.messages if "ignored" in m.message]
+    finally:
+        await client.shutdown_session()
+        await client.stop()
