@@ -49,7 +49,9 @@ def _load_engine(args, **over):
     from .options import backend_config, engine_config
     t0 = time.perf_counter()
     try:
-        engine = make_engine(engine_config(args, **over), backend_config(args))
+        backend = backend_config(args)
+        # a backend's faults end the command with one line (_die_if_down), not a log
+        engine = make_engine(engine_config(args, **over), backend, log=(lambda msg: None) if backend else None)
     except (ModelFileError, BackendError, ValueError) as e:
         _die(str(e), 1)
     _die_if_down(engine)

@@ -33,7 +33,7 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     r.add_argument("--backend-vocab", default="", metavar="GGUF",
                    help="a GGUF of the server model's family, for its tokens (default: the default target's)")
     r.add_argument("--backend-timeout", type=float, default=10.0, metavar="S",
-                   help="seconds to connect, and the longest silence within an answer (default 10)")
+                   help="seconds to connect (default 10)")
 
 
 def backend_config(args: argparse.Namespace) -> BackendConfig | None:

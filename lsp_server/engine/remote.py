@@ -28,6 +28,8 @@ KINDS = ("llama-server", "openai")
 BACKOFF_S, BACKOFF_MAX_S = 1.0, 30.0
 # how often a running request looks at its cancel flag (the stream is closed at once when it is set)
 CANCEL_POLL_S = 0.02
+# the longest silence within an answer: a long prompt on a slow server says nothing until it is evaluated
+SILENCE_S = 60.0
 # the prompt speed assumed before the server's first timings arrive (tokens/s; a GPU does far more)
 INITIAL_PROMPT_TOK_S = 200.0
 
@@ -42,7 +44,7 @@ class BackendConfig:
     kind: str = "llama-server"
     model: str = ""             # openai: the model name (default: the server's first in /v1/models)
     api_key_env: str = ""       # the environment variable that holds the API key (the key is never shown)
-    timeout_s: float = 10.0     # connecting, and the longest silence within an answer
+    timeout_s: float = 10.0     # connecting (an answer may be silent for up to SILENCE_S)
     verify_tls: bool = True
     max_in_flight: int = 2
     vocab: str = ""             # a GGUF whose vocabulary is the server model's ("": the default target's)
@@ -145,9 +147,8 @@ class RemoteEngine:
         self.client: httpx.AsyncClient = self._run(self._client())
         try:
             self._run(self._connect())
-        except BackendError as e:
+        except BackendError as e:   # not fatal: the server may come up later; notices() says it once
             self._failed(str(e))
-            self.warn(f"{e}; completions stay empty until it answers (tried again with backoff)")
 
     # ---- the event loop the HTTP client lives on ----------------------------------------------------------
 
@@ -162,7 +163,7 @@ class RemoteEngine:
             headers["Authorization"] = f"Bearer {key}"
         return httpx.AsyncClient(
             base_url=self.target.path, headers=headers, verify=b.verify_tls,
-            timeout=httpx.Timeout(b.timeout_s), trust_env=False,
+            timeout=httpx.Timeout(b.timeout_s, read=max(SILENCE_S, b.timeout_s)), trust_env=False,
             limits=httpx.Limits(max_connections=b.max_in_flight, max_keepalive_connections=b.max_in_flight))
 
     # ---- connecting: the server's context, slots and vocabulary -------------------------------------------
@@ -418,8 +419,9 @@ class RemoteEngine:
                 if data.get("stop_type") == "limit" and out.timings.get("predicted_n", 0) < 1:
                     out.reason = "length"
             return data.get("content") or "", list(data.get("tokens") or []), final
-        if data.get("usage"):   # the last event (stream_options.include_usage), after the text
-            out.timings = {"prompt_n": (data["usage"] or {}).get("prompt_tokens", 0)}
+        if usage := data.get("usage"):   # the last event (stream_options.include_usage), after the text
+            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+            out.timings = {"prompt_n": max(0, (usage.get("prompt_tokens") or 0) - cached)}
         c = (data.get("choices") or [{}])[0]
         finish = c.get("finish_reason")
         if finish:
@@ -449,7 +451,9 @@ class RemoteEngine:
         if isinstance(e, httpx.ConnectError):
             return f"cannot connect to the backend {url} ({e or 'connection refused'}): is the server running there?"
         if isinstance(e, httpx.TimeoutException):
-            return f"the backend {url} did not answer within {self.backend.timeout_s:g} s"
+            limit = self.backend.timeout_s if isinstance(e, httpx.ConnectTimeout) else max(SILENCE_S,
+                                                                                            self.backend.timeout_s)
+            return f"the backend {url} did not answer within {limit:g} s"
         return f"the backend {url} broke off the answer ({type(e).__name__}: {e})"
 
     def _failed(self, msg: str) -> None:

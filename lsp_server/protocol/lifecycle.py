@@ -88,6 +88,7 @@ async def load_models(ls: TandemServer, settings: Settings) -> None:
     if error is not None:
         ls.message(types.MessageType.Error, f"models could not be loaded, completions are off: {error}")
     else:
-        for w in ls.service.pipeline.engine.warnings + ls.service.pipeline.warnings:
+        engine = ls.service.pipeline.engine
+        for w in engine.warnings + ls.service.pipeline.warnings + engine.notices():
             ls.message(types.MessageType.Warning, w)
         ls.log_message("models ready")
