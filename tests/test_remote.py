@@ -12,11 +12,12 @@ import time
 import pytest
 import pytest_lsp
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from conftest import FIXTURES, ROOT, tandem_cmd
 from llama_server import LlamaServer, free_port
-from lsp_helpers import blank_cursor, inline, open_doc, popup, start, stats, wait_ready
+from lsp_helpers import blank_cursor, inline, open_doc, popup, start, stats, type_text, wait_ready
 
 pytestmark = pytest.mark.models
 DEMO = ["fixtures/demo/orders.py", "--line", "40", "--col", "1", "--max-tokens", "48"]
@@ -94,61 +95,104 @@ async def test_inline_and_popup_completions_come_from_the_backend(lsp: LanguageC
     assert s["backend"]["health"]["first_token_ms"] > 0 and not s["memory"]["kv_store"]["bytes"]
 
 
+async def _generating(server: LlamaServer, timeout: float = 30) -> bool:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if any(server.slots_busy()):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def _idle_within(server: LlamaServer, seconds: float) -> float:
+    t0 = time.monotonic()
+    while any(server.slots_busy()) and time.monotonic() - t0 < seconds + 3:
+        await asyncio.sleep(0.05)
+    return time.monotonic() - t0
+
+
+# no filling ahead: a busy slot is then the request's own generation
+QUIET = {"maxTokens": 400, "timeBudgetMs": 60000, "prefetch": False, "warmupPauseMs": -1}
+
+
 @pytest.mark.asyncio
 async def test_a_cancelled_request_frees_the_servers_slot(lsp: LanguageClient, server):
-    await start(lsp, remote_config(server.url, maxTokens=400, timeBudgetMs=60000, prefetch=False))
+    await start(lsp, remote_config(server.url, **QUIET))
     assert (await wait_ready(lsp))["ready"]
     uri, text = open_doc(lsp, FIXTURES / "lsp" / "inventory.py")
-    fut = lsp.protocol.send_request_async(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=blank_cursor(text),
-        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
-    for _ in range(200):   # until the server works on it
-        if any(server.slots_busy()):
-            break
-        await asyncio.sleep(0.05)
-    assert any(server.slots_busy())
-    fut.cancel()
-    t0 = time.monotonic()
-    while any(server.slots_busy()) and time.monotonic() - t0 < 5:
-        await asyncio.sleep(0.05)
-    # llama-server notices a closed connection within its 1 s poll
-    assert not any(server.slots_busy()), "the slot still generates after the cancel"
-    assert time.monotonic() - t0 < 2.5
+    assert not any(server.slots_busy())
+    task = asyncio.ensure_future(lsp.protocol.send_request_async(
+        types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=blank_cursor(text),
+            context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)),
+        msg_id="remote-cancel"))
+    assert await _generating(server)
+    lsp.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="remote-cancel"))
+    with pytest.raises(JsonRpcException) as err:
+        await asyncio.wait_for(task, 10)
+    assert err.value.code == -32800
+    # llama-server looks for a closed connection once a second, then stops generating
+    took = await _idle_within(server, 2.0)
+    assert not any(server.slots_busy()) and took < 2.0, f"the slot still generated {took:.1f} s after the cancel"
+
+
+@pytest.mark.asyncio
+async def test_a_newer_request_supersedes_the_old_ones_generation_on_the_server(lsp: LanguageClient, server):
+    await start(lsp, remote_config(server.url, **QUIET))
+    assert (await wait_ready(lsp))["ready"]
+    text = (FIXTURES / "lsp" / "inventory.py").read_text()
+    uri, text = open_doc(lsp, FIXTURES / "lsp" / "inventory.py", text=text)
+    pos = blank_cursor(text)
+    old = asyncio.ensure_future(inline(lsp, uri, pos))
+    assert await _generating(server)
+    # a keystroke that leaves the old generation useless: its answer is empty, the new one is not
+    pos2 = type_text(lsp, uri, 2, pos, "zz = ")
+    new = await inline(lsp, uri, pos2)
+    assert await asyncio.wait_for(old, 30) == ""
+    assert new.strip()
+    s = await stats(lsp, records=True)
+    assert s["backend"]["health"]["errors"] == 0
+
+
+def _fresh_doc(client: LanguageClient, n: int) -> tuple[str, types.Position]:
+    """A document no cache has an answer for."""
+    path = FIXTURES / "lsp" / "inventory.py"
+    text = f"# visit {n} {time.time()}\n" + path.read_text()
+    uri, text = open_doc(client, path, text=text, uri=(FIXTURES / "lsp" / f"inventory-{n}.py").as_uri())
+    return uri, blank_cursor(text)
 
 
 @pytest.mark.asyncio
 async def test_a_killed_server_is_reported_once_and_completions_come_back_with_it(lsp: LanguageClient):
     backend = LlamaServer(slots=1).start()
+    again = LlamaServer(slots=1, port=backend.port)
     try:
-        await start(lsp, remote_config(backend.url))
+        await start(lsp, remote_config(backend.url, prefetch=False, warmupPauseMs=-1))
         assert (await wait_ready(lsp))["ready"]
-        uri, text = open_doc(lsp, FIXTURES / "lsp" / "inventory.py")
-        pos = blank_cursor(text)
-        assert (await inline(lsp, uri, pos)).strip()
+        assert (await inline(lsp, *_fresh_doc(lsp, 0))).strip()
         backend.stop()
-        for _ in range(4):   # a few requests while it is down: empty, the server stays up, one message
-            assert await inline(lsp, uri, pos) == ""
+        for n in range(1, 5):   # requests while it is down: empty, the server stays up, one message
+            assert await inline(lsp, *_fresh_doc(lsp, n)) == ""
         await asyncio.sleep(0.3)
         down = [m for m in lsp.messages if "cannot connect" in m.message]
         assert len(down) == 1 and down[0].type == types.MessageType.Warning
         s = await stats(lsp)
         assert s["backend"]["health"]["state"] == "down" and s["backend"]["health"]["errors"] >= 1
-        # requests in the backoff do not reach the network: errors grow slower than requests
+        # requests within the backoff do not reach the network: fewer errors than requests
         assert s["backend"]["health"]["errors"] < 4
-        LlamaServer(slots=1, port=backend.port).start()
-        backend.proc = None
-        got = ""
-        t0 = time.monotonic()
+        again.start()
+        got, n, t0 = "", 5, time.monotonic()
         while not got.strip() and time.monotonic() - t0 < 60:
             await asyncio.sleep(1)
-            got = await inline(lsp, uri, pos)
+            got = await inline(lsp, *_fresh_doc(lsp, n))
+            n += 1
         assert got.strip()
         await asyncio.sleep(0.3)
         assert any("answers again" in m.message for m in lsp.messages)
         assert (await stats(lsp))["backend"]["health"]["state"] == "up"
     finally:
         backend.stop()
-        subprocess.run(["pkill", "-f", f"--port {backend.port}"], check=False)
+        again.stop()
 
 
 WRONG = "not-the-key-4711"

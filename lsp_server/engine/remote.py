@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 import threading
@@ -24,6 +25,8 @@ from .speculative import DrafterCount, Generation, GenerationRequest, text_stop
 from .vocab import fim_tokens
 
 KINDS = ("llama-server", "openai")
+# httpx logs every request at INFO: the server's own log says what matters
+logging.getLogger("httpx").setLevel(logging.WARNING)
 # after a failure the server is left alone for BACKOFF_S, doubled at each failure in a row, at most BACKOFF_MAX_S
 BACKOFF_S, BACKOFF_MAX_S = 1.0, 30.0
 # how often a running request looks at its cancel flag (the stream is closed at once when it is set)
@@ -212,6 +215,7 @@ class RemoteEngine:
         if len(self.slots) != n_slots:
             self.slots, self._slot_used = [[] for _ in range(n_slots)], [0.0] * n_slots
         self._connected = True
+        self._succeeded(None)
 
     # ---- the engine interface -----------------------------------------------------------------------------
 
@@ -454,7 +458,7 @@ class RemoteEngine:
             limit = self.backend.timeout_s if isinstance(e, httpx.ConnectTimeout) else max(SILENCE_S,
                                                                                             self.backend.timeout_s)
             return f"the backend {url} did not answer within {limit:g} s"
-        return f"the backend {url} broke off the answer ({type(e).__name__}: {e})"
+        return f"the backend {url} broke off the answer ({type(e).__name__}: {e or 'the connection closed'})"
 
     def _failed(self, msg: str) -> None:
         h = self.health
