@@ -4,9 +4,11 @@ wrong API key), and the server's own speculation."""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
 import os
 import subprocess
+import threading
 import time
 
 import pytest
@@ -273,3 +275,74 @@ async def test_the_users_own_config_may_choose_the_backend(tmp_path, server):
     finally:
         await client.shutdown_session()
         await client.stop()
+
+
+# ---- a server that answers badly (a real HTTP server on localhost, answering what a broken one would) ------
+
+class _Bad(http.server.BaseHTTPRequestHandler):
+    mode = "malformed"
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        real = json.loads(PROPS)
+        self._send(200, json.dumps(real).encode())
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(n) or b"{}")
+        if self.path == "/tokenize":
+            self._send(200, json.dumps({"tokens": VOCAB.tokenize(body["content"])}).encode())
+        elif self.mode == "malformed":
+            self._send(200, b"data: {not json\n\n", "text/event-stream")
+        elif self.mode == "500":
+            self._send(500, json.dumps({"error": {"message": "out of memory", "code": 500}}).encode())
+        elif self.mode == "not-a-stream":
+            self._send(200, b"<html>a proxy's login page</html>", "text/html")
+
+
+PROPS = json.dumps({"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1})
+VOCAB = None
+
+
+@pytest.fixture(scope="module")
+def bad_server():
+    global VOCAB
+    from lsp_server.engine import registry
+    from lsp_server.engine.llama import VocabularyFile
+    VOCAB = VocabularyFile(str(registry.default_path(registry.DEFAULT_TARGET)))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Bad)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    VOCAB.close()
+
+
+@pytest.mark.parametrize("mode, words", [("malformed", "malformed stream"), ("500", "HTTP 500: out of memory"),
+                                         ("not-a-stream", "did not answer with a stream")])
+def test_a_server_that_answers_badly_gets_an_empty_answer_and_a_reason(bad_server, mode, words):
+    from lsp_server.engine import EngineConfig, GenerationRequest
+    from lsp_server.engine.remote import BackendConfig, RemoteEngine
+    _Bad.mode = mode
+    e = RemoteEngine(BackendConfig(bad_server), EngineConfig(), log=lambda m: None)
+    try:
+        assert e.health.state == "up" and e.cfg.n_ctx == 4096
+        g = e.generate(GenerationRequest(e.tokenize("def f():\n"), max_tokens=8))
+        assert (g.text, g.stop_reason) == ("", "error")
+        assert e.health.state == "down" and words in e.health.error
+        notes = e.notices()
+        assert len(notes) == 1 and words in notes[0]
+        # within the backoff the next request does not reach the server, and says nothing new
+        g = e.generate(GenerationRequest(e.tokenize("def g():\n"), max_tokens=8))
+        assert g.stop_reason == "error" and e.health.errors == 1 and not e.notices()
+    finally:
+        e.close()

@@ -157,6 +157,9 @@ def cmd_soak(args) -> None:
 
 def cmd_bench(args) -> None:
     from ..bench.run import run_bench
+    if args.backend:
+        # plain vs the server's own speculation needs a second server without a draft model: not built yet
+        _die("tandem bench does not take --backend yet (the remote engine works for complete, eval and serve)", 2)
     # a fixed draft-model column needs the draft model even where the controller would unload it
     engine, _ = _load_engine(args, **({"draft_resident": "always"} if args.with_model_draft else {}))
     try:

@@ -407,10 +407,10 @@ class RemoteEngine:
                             break
                     if final:
                         break
+        except SSEError as e:   # an httpx error too: first
+            raise BackendError(f"backend {self.target.path} did not answer with a stream: {e}") from None
         except httpx.HTTPError as e:
             raise BackendError(self._why(e)) from None
-        except SSEError as e:
-            raise BackendError(f"backend {self.target.path} did not answer with a stream: {e}") from None
         return out
 
     def _chunk(self, data: dict, out: _Stream) -> tuple[str, list[int], bool]:
