@@ -8,7 +8,7 @@ DEMO_FILE ?= fixtures/demo/orders.py
 DEMO_LINE ?= 40
 DEMO_COL  ?= 1
 
-.PHONY: demo test models install bench replay clean-venv
+.PHONY: demo test models install bench replay clean-venv llama-server
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,11 @@ models: install
 demo: models
 	$(VENV)/bin/tandem complete $(DEMO_FILE) --line $(DEMO_LINE) --col $(DEMO_COL) --max-tokens 128
 
-test: models
+# llama-server for the remote engine's tests (built once from the vendored llama.cpp, cached)
+llama-server: install
+	PYTHON=$(PY) bash scripts/build-llama-server.sh
+
+test: models llama-server
 	$(PY) -m pytest -q -p no:cacheprovider
 
 bench: models

@@ -88,3 +88,43 @@ def test_prompt_budgets_larger_than_the_context_are_accepted_and_shrunk():
     from lsp_server.prompt import PromptBudget
     b = PromptBudget(s.prefix_tokens, s.suffix_tokens, s.context_tokens).within(300)
     assert b.total <= 300 and b.prefix_tokens > b.context_tokens > b.suffix_tokens > 0
+
+
+def test_a_workspace_file_may_not_choose_the_backend_or_model_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    (tmp_path / "cfg" / "tandem").mkdir(parents=True)
+    (tmp_path / "cfg" / "tandem" / "config.toml").write_text('backend = "http://team:8012"\n'
+                                                             'backendApiKeyEnv = "TEAM_KEY"\n')
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "tandem.toml").write_text('[tandem]\nbackend = "http://elsewhere:1"\ndraft = "x.gguf"\n'
+                                                 'backendApiKeyEnv = "AWS_SECRET"\nbackendTimeoutMs = 3000\n'
+                                                 'maxTokens = 30\n')
+    told = []
+    s, used = load_files(Settings(), str(tmp_path / "ws"), warn=told.append)
+    # the user's own choices stand; the workspace's harmless settings apply
+    assert (s.backend, s.backend_api_key_env, s.draft) == ("http://team:8012", "TEAM_KEY", "")
+    assert (s.max_tokens, s.backend_timeout_ms) == (30, 3000) and len(used) == 2
+    assert len(told) == 1 and all(k in told[0] for k in ("backend", "backendApiKeyEnv", "draft", "config.toml"))
+    assert "maxTokens" not in told[0]
+    # the user's own file may set them all
+    (tmp_path / "ws" / "tandem.toml").unlink()
+    told.clear()
+    assert load_files(Settings(), str(tmp_path / "ws"), warn=told.append)[0].backend == "http://team:8012"
+    assert not told
+
+
+@pytest.mark.parametrize("bad, words", [({"backend": "gpu-box:8012"}, "http:// or https://"),
+                                        ({"backendKind": "tgi"}, "choose from llama-server, openai"),
+                                        ({"backendTimeoutMs": 0}, "backendTimeoutMs")])
+def test_bad_backend_settings_say_what_is_wrong(bad, words):
+    with pytest.raises(SettingsError) as e:
+        Settings().merged(bad)
+    assert words in str(e.value)
+
+
+def test_backend_settings_reload_and_make_a_backend_config():
+    s = Settings().merged({"backend": "http://127.0.0.1:8012", "backendTimeoutMs": 2500})
+    assert s.models_differ(Settings())
+    b = s.backend_config()
+    assert (b.url, b.kind, b.timeout_s) == ("http://127.0.0.1:8012", "llama-server", 2.5)
+    assert Settings().backend_config() is None

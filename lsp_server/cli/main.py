@@ -44,14 +44,26 @@ def cmd_models(args) -> None:
 
 
 def _load_engine(args, **over):
-    from ..engine import Engine, ModelFileError
-    from .options import engine_config
+    from ..engine import ModelFileError, make_engine
+    from ..engine.remote import BackendError
+    from .options import backend_config, engine_config
     t0 = time.perf_counter()
     try:
-        engine = Engine(engine_config(args, **over))
-    except (ModelFileError, ValueError) as e:
+        backend = backend_config(args)
+        # a backend's faults end the command with one line (_die_if_down), not a log
+        engine = make_engine(engine_config(args, **over), backend, log=(lambda msg: None) if backend else None)
+    except (ModelFileError, BackendError, ValueError) as e:
         _die(str(e), 1)
+    _die_if_down(engine)
     return engine, time.perf_counter() - t0
+
+
+def _die_if_down(engine) -> None:
+    """A backend that cannot be used ends the command with its reason (the server, by contrast, waits)."""
+    health = getattr(engine, "health", None)
+    if health is not None and health.state == "down":
+        engine.close()
+        _die(health.error, 1)
 
 
 def cmd_complete(args) -> None:
@@ -72,9 +84,10 @@ def cmd_complete(args) -> None:
                                                         speculative=not args.no_spec, multiline=multiline,
                                                         force=True))
     except ContextFullError as e:
-        _die(str(e), 1)
-    finally:
         engine.close()
+        _die(str(e), 1)
+    _die_if_down(engine)
+    engine.close()
     g = c.generation
     stats = {
         "tokens": len(g.tokens), "seconds": round(g.gen_s, 3), "tok_s": round(g.tok_s, 2),
@@ -144,6 +157,9 @@ def cmd_soak(args) -> None:
 
 def cmd_bench(args) -> None:
     from ..bench.run import run_bench
+    if args.backend:
+        # plain vs the server's own speculation needs a second server without a draft model: not built yet
+        _die("tandem bench does not take --backend yet (the remote engine works for complete, eval and serve)", 2)
     # a fixed draft-model column needs the draft model even where the controller would unload it
     engine, _ = _load_engine(args, **({"draft_resident": "always"} if args.with_model_draft else {}))
     try:

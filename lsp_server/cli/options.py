@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..engine import EngineConfig
+from ..engine.remote import KINDS, BackendConfig
 
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
@@ -22,6 +23,25 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--drafters", default="ngram,template,model",
                    help="drafters the controller may use, comma-separated (default ngram,template,model)")
     g.add_argument("--stats", metavar="PATH", help="acceptance statistics file ('' to keep them in memory)")
+    r = p.add_argument_group("an inference server instead of the models in-process (README: Team server)")
+    r.add_argument("--backend", metavar="URL", help="the server's URL, e.g. http://127.0.0.1:8012")
+    r.add_argument("--backend-kind", choices=KINDS, default="llama-server",
+                   help="llama-server (its /completion) or openai (/v1/completions: vLLM and others)")
+    r.add_argument("--backend-model", default="", help="openai: the model name (default: the server's first)")
+    r.add_argument("--backend-api-key-env", default="", metavar="VAR",
+                   help="the environment variable that holds the server's API key")
+    r.add_argument("--backend-vocab", default="", metavar="GGUF",
+                   help="a GGUF of the server model's family, for its tokens (default: the default target's)")
+    r.add_argument("--backend-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds to connect (default 10)")
+
+
+def backend_config(args: argparse.Namespace) -> BackendConfig | None:
+    if not getattr(args, "backend", None):
+        return None
+    return BackendConfig(url=args.backend, kind=args.backend_kind, model=args.backend_model,
+                         api_key_env=args.backend_api_key_env, vocab=args.backend_vocab,
+                         timeout_s=args.backend_timeout)
 
 
 def engine_config(args: argparse.Namespace, **over) -> EngineConfig:

@@ -75,6 +75,7 @@ class Engine:
     def __init__(self, cfg: EngineConfig, log=lambda msg: print(msg, file=sys.stderr)):
         self.cfg, self.log = cfg, log
         self.warnings: list[str] = []
+        self._told: set[str] = set()
         self.lock = threading.Lock()
         threads = cfg.threads()
 
@@ -241,6 +242,29 @@ class Engine:
                 out.append(f"the {m.name} model file {m.path} {change} while loaded; completions go on from the "
                            f"copy in memory, but a restart or a model change will need a good file")
         return out
+
+    def notices(self) -> list[str]:
+        """Messages for the user that came up since the last call (a model file changed on disk)."""
+        new = [m for m in self.file_changes() if m not in self._told]
+        self._told.update(new)
+        return new
+
+    def tune(self, speculation: bool, draft_min: int, draft_max: int, kv_store_mib: int, cache_reuse: int) -> None:
+        """Settings that take effect without loading the models again."""
+        self.cfg.speculation = speculation
+        self.controller.draft_min, self.controller.draft_max = draft_min, draft_max
+        self.resize_store(kv_store_mib)
+        for m in (self.target, self.draft):
+            if m is not None:
+                m.reuse_min = cache_reuse
+
+    def loaded(self) -> str:
+        """What was loaded, for the progress shown while the server starts."""
+        return (f"models loaded ({self.target.path}{', draft ' + self.draft.path if self.draft else ', no draft'}); "
+                f"draft model {self.draft_decision}; KV store {self.store_budget_mib:.0f} MiB")
+
+    def summary(self) -> dict:
+        return {}
 
     def warn(self, msg: str) -> None:
         self.warnings.append(msg)

@@ -103,7 +103,68 @@ def _file_state(path: str) -> tuple[int, int, int] | None:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-class LlamaModel:
+class Vocabulary:
+    """The token methods of a loaded model (`self.vocab`): a model with weights, or a vocabulary alone."""
+    vocab: object
+    _pieces: dict[int, bytes]
+
+    def tokenize(self, text: str, special: bool = False) -> list[int]:
+        data = text.encode("utf-8")
+        n_max = len(data) + 8
+        buf = (llama_cpp.llama_token * n_max)()
+        n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, False, special)
+        if n < 0:
+            buf = (llama_cpp.llama_token * -n)()
+            n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, -n, False, special)
+        return list(buf[:n])
+
+    def piece(self, token: int) -> bytes:
+        p = self._pieces.get(token)
+        if p is None:
+            buf = ctypes.create_string_buffer(64)
+            n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, 64, 0, False)
+            if n < 0:
+                buf = ctypes.create_string_buffer(-n)
+                n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, -n, 0, False)
+            p = self._pieces[token] = buf.raw[:n]
+        return p
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return b"".join(self.piece(t) for t in tokens).decode("utf-8", errors="replace")
+
+    def token_text(self, token: int) -> str:
+        t = llama_cpp.llama_vocab_get_text(self.vocab, token)
+        return t.decode("utf-8", errors="replace") if t else ""
+
+    def is_eog(self, token: int) -> bool:
+        return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
+
+
+
+class VocabularyFile(Vocabulary):
+    """A GGUF file's vocabulary without its weights (a few MiB): the tokens of a model that runs elsewhere
+    (the remote engine counts and builds its prompts with them)."""
+
+    def __init__(self, path: str):
+        _init_backend()
+        self.path = path
+        mp = llama_cpp.llama_model_default_params()
+        mp.vocab_only = True
+        self.model = llama_cpp.llama_model_load_from_file(path.encode(), mp)
+        if not self.model:
+            raise ModelFileError(f"{path}: llama.cpp could not read a vocabulary from this file: "
+                                 + ("; ".join(recent_errors[-3:]) or "no reason given"))
+        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
+        self._pieces = {}
+
+    def close(self) -> None:
+        if self.model:
+            llama_cpp.llama_model_free(self.model)
+            self.model = None
+
+
+class LlamaModel(Vocabulary):
     def __init__(self, path: str, *, n_ctx: int = 4096, n_batch: int = 512, n_threads: int = 2,
                  n_gpu_layers: int = 0, name: str = "model"):
         _init_backend()
@@ -150,38 +211,6 @@ class LlamaModel:
         # moved to their new positions instead of evaluated again (llama-server's --cache-reuse); not
         # bit-identical to a fresh evaluation: their keys and values were computed with the tokens now removed
         self.reuse_min = 0
-
-    # -- vocabulary ---------------------------------------------------------------------------------
-    def tokenize(self, text: str, special: bool = False) -> list[int]:
-        data = text.encode("utf-8")
-        n_max = len(data) + 8
-        buf = (llama_cpp.llama_token * n_max)()
-        n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, n_max, False, special)
-        if n < 0:
-            buf = (llama_cpp.llama_token * -n)()
-            n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, -n, False, special)
-        return list(buf[:n])
-
-    def piece(self, token: int) -> bytes:
-        p = self._pieces.get(token)
-        if p is None:
-            buf = ctypes.create_string_buffer(64)
-            n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, 64, 0, False)
-            if n < 0:
-                buf = ctypes.create_string_buffer(-n)
-                n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, -n, 0, False)
-            p = self._pieces[token] = buf.raw[:n]
-        return p
-
-    def detokenize(self, tokens: list[int]) -> str:
-        return b"".join(self.piece(t) for t in tokens).decode("utf-8", errors="replace")
-
-    def token_text(self, token: int) -> str:
-        t = llama_cpp.llama_vocab_get_text(self.vocab, token)
-        return t.decode("utf-8", errors="replace") if t else ""
-
-    def is_eog(self, token: int) -> bool:
-        return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
 
     # -- KV cache -----------------------------------------------------------------------------------
     def truncate(self, n: int) -> None:

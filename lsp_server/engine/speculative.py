@@ -89,24 +89,32 @@ class _Output:
             self.margins.append(margin)
         before = len(self.text)
         self.raw += self.target.piece(tok)
-        self.text = self.raw.decode("utf-8", errors="ignore")
-        if self.req.stop:
-            start = max(0, before - self._longest_stop)
-            cut = min((i for s in self.req.stop if (i := self.text.find(s, start)) >= 0), default=-1)
-            if cut >= 0:
-                self.text = self.text[:cut]
-                return "stop"
-        if self.req.single_line:
-            body = len(self.text) - len(self.text.lstrip())
-            cut = self.text.find("\n", body) if body < len(self.text) else -1
-            while cut >= 0 and self.req.goes_on and self.req.goes_on(self.text[:cut]):
-                cut = self.text.find("\n", cut + 1)
-            if cut >= 0:
-                self.text = self.text[:cut]
-                return "stop"
+        self.text, reason = text_stop(self.req, self.raw.decode("utf-8", errors="ignore"), before,
+                                      self._longest_stop)
+        if reason:
+            return reason
         if len(self.tokens) >= self.req.max_tokens:
             return "length"
         return None
+
+
+def text_stop(req: GenerationRequest, text: str, before: int, longest_stop: int) -> tuple[str, str | None]:
+    """The text cut where the request says generation ends (a stop string, or the first line with text of a
+    single-line request), and "stop" if it was cut; `before` is how much of the text was checked already.
+    Shared by the local loop and the remote engine, which sees the same text arrive over HTTP."""
+    if req.stop:
+        start = max(0, before - longest_stop)
+        cut = min((i for s in req.stop if (i := text.find(s, start)) >= 0), default=-1)
+        if cut >= 0:
+            return text[:cut], "stop"
+    if req.single_line:
+        body = len(text) - len(text.lstrip())
+        cut = text.find("\n", body) if body < len(text) else -1
+        while cut >= 0 and req.goes_on and req.goes_on(text[:cut]):
+            cut = text.find("\n", cut + 1)
+        if cut >= 0:
+            return text[:cut], "stop"
+    return text, None
 
 
 log = logging.getLogger("tandem.spec")

@@ -20,17 +20,16 @@ ACCEPT_COMMAND = "tandem.accepted"
 TRIGGER_CHARACTERS = [".", "(", "[", "{", ",", " ", ":", "="]
 
 
-def report_file_changes(ls: TandemServer) -> None:
-    """Tell the user, once, when a model file is deleted or damaged under the running server."""
+def report_notices(ls: TandemServer) -> None:
+    """Tell the user what the engine has to say, once each time it comes up: a model file deleted or damaged
+    under the running server, a backend that went down or is back."""
     pipeline = ls.service.pipeline
-    for msg in pipeline.engine.file_changes() if pipeline is not None else ():
-        if msg not in ls.reported:
-            ls.reported.add(msg)
-            ls.message(types.MessageType.Warning, msg)
+    for msg in pipeline.engine.notices() if pipeline is not None else ():
+        ls.message(types.MessageType.Warning, msg)
 
 
 async def answer(ls: TandemServer, uri: str, pos: types.Position) -> tuple[Answer, object, int, int]:
-    report_file_changes(ls)
+    report_notices(ls)
     doc = open_document(ls, uri)
     line, col = server_position(doc, pos)
     req = request_for(ls, doc, line, col)

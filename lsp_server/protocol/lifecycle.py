@@ -29,7 +29,8 @@ def register(server: TandemServer) -> None:
         ls.workspace_root = to_fs_path(root) if root else params.root_path
         settings = Settings()
         try:
-            settings, used = load_files(settings, ls.workspace_root)
+            settings, used = load_files(settings, ls.workspace_root,
+                                        warn=lambda msg: ls.message(types.MessageType.Warning, msg))
         except SettingsError as e:
             ls.message(types.MessageType.Error, f"config file ignored: {e}")
         try:
@@ -87,6 +88,7 @@ async def load_models(ls: TandemServer, settings: Settings) -> None:
     if error is not None:
         ls.message(types.MessageType.Error, f"models could not be loaded, completions are off: {error}")
     else:
-        for w in ls.service.pipeline.engine.warnings + ls.service.pipeline.warnings:
+        engine = ls.service.pipeline.engine
+        for w in engine.warnings + ls.service.pipeline.warnings + engine.notices():
             ls.message(types.MessageType.Warning, w)
         ls.log_message("models ready")

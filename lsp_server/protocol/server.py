@@ -97,7 +97,6 @@ class TandemServer(LanguageServer):
         self.service = CompletionService(log=log.info)
         self.settings = Settings()
         self.refused: dict[str, str] = {}      # uri -> why this document is not completed (too large, binary)
-        self.reported: set[str] = set()        # warnings already shown that would otherwise repeat
         self.workspace_root: str | None = None
         self.load_task: asyncio.Task | None = None
 

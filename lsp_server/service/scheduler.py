@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..context import Document
-from ..engine import Engine, Generation, shared_prefix
+from ..engine import Generation, make_engine, shared_prefix
 from ..pipeline import ENDS_HOLE, CompletionRequest, Pipeline, Plan
 from ..prompt import PromptBudget
 from .cache import TypingCache
@@ -77,13 +77,11 @@ class CompletionService:
             old, self.pipeline = self.pipeline, None
             if old is not None:
                 old.engine.close()
-            cfg = settings.engine_config()
-            progress(f"loading {cfg.target_path or 'the default target'} and "
-                     f"{cfg.draft_path or 'the default draft'}")
-            engine = Engine(cfg, log=progress)
-            progress(f"models loaded ({engine.target.path}"
-                     f"{', draft ' + engine.draft.path if engine.draft else ', no draft'}); "
-                     f"draft model {engine.draft_decision}; KV store {engine.store_budget_mib:.0f} MiB")
+            cfg, backend = settings.engine_config(), settings.backend_config()
+            progress(f"connecting to {backend.url}" if backend else
+                     f"loading {cfg.target_path or 'the default target'} and {cfg.draft_path or 'the default draft'}")
+            engine = make_engine(cfg, backend, log=progress)
+            progress(engine.loaded())
             return Pipeline(engine, budget_of(settings), settings.fast_prefix_tokens)
 
         try:
@@ -99,15 +97,10 @@ class CompletionService:
         """Settings that take effect without reloading the models."""
         self.settings = settings
         if self.pipeline is not None:
-            engine: Engine = self.pipeline.engine
-            engine.cfg.speculation = settings.speculation
-            engine.controller.draft_min, engine.controller.draft_max = settings.draft_min, settings.draft_max
+            self.pipeline.engine.tune(settings.speculation, settings.draft_min, settings.draft_max,
+                                      settings.kv_store_mib, settings.cache_reuse)
             self.pipeline.budget = budget_of(settings)
             self.pipeline.fast_tokens = settings.fast_prefix_tokens
-            engine.resize_store(settings.kv_store_mib)
-            for m in (engine.target, engine.draft):
-                if m is not None:
-                    m.reuse_min = settings.cache_reuse
         self.cache = TypingCache()
 
     @property
@@ -488,6 +481,8 @@ class CompletionService:
             out["memory"]["page_outlines"] = {"entries": len(self.pipeline.outlines),
                                               "limit": self.pipeline.outlines.limit}
             out["draft_model"] = {"resident": engine.draft is not None, "decision": engine.draft_decision}
+            if backend := engine.summary():
+                out["backend"] = backend
         out["fill"] = self.filler.summary()
         return out
 

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from ..engine import EngineConfig
+from ..engine.remote import KINDS, BackendConfig
 
 
 class SettingsError(ValueError):
@@ -32,6 +33,15 @@ class Settings:
     gpu_layers: int = 0
     gpu_layers_draft: int = 0
     drafters: tuple[str, ...] = ("ngram", "template", "model")
+    # an inference server instead of the models in-process (README: Team server); "" : in-process
+    backend: str = ""                 # its URL
+    backend_kind: str = "llama-server"   # llama-server | openai
+    backend_model: str = ""           # openai: the model name ("" : the server's first)
+    backend_api_key_env: str = ""     # the environment variable holding its API key (never the key itself)
+    backend_timeout_ms: int = 10000
+    backend_verify_tls: bool = True
+    backend_max_in_flight: int = 2
+    backend_vocab: str = ""           # a GGUF of the server model's family, for its tokens ("" : default target's)
     # generation (takes effect on the next request)
     speculation: bool = True
     draft_min: int = 0
@@ -58,7 +68,13 @@ class Settings:
     prefetch: bool = True             # after a suggestion, generate the next one as if it were accepted
     max_file_bytes: int = 4 << 20
 
-    MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu_layers", "gpu_layers_draft", "drafters")
+    MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu_layers", "gpu_layers_draft", "drafters",
+                  "backend", "backend_kind", "backend_model", "backend_api_key_env", "backend_timeout_ms",
+                  "backend_verify_tls", "backend_max_in_flight", "backend_vocab")
+    # what a workspace's own tandem.toml may not set: it comes with a repository someone cloned, and must not send
+    # the user's code elsewhere or make the server load files it brings
+    USER_ONLY = ("target", "draft", "backend", "backend_kind", "backend_model", "backend_api_key_env",
+                 "backend_verify_tls", "backend_vocab")
 
     def language_enabled(self, language: str) -> bool:
         return self.enabled and self.languages.get(language, self.languages.get("*", True))
@@ -69,6 +85,14 @@ class Settings:
                             n_gpu_layers_draft=self.gpu_layers_draft, draft_min=self.draft_min,
                             draft_max=self.draft_max, speculation=self.speculation, drafters=self.drafters,
                             kv_store_mib=self.kv_store_mib, cache_reuse=self.cache_reuse)
+
+    def backend_config(self) -> BackendConfig | None:
+        if not self.backend:
+            return None
+        return BackendConfig(url=self.backend, kind=self.backend_kind, model=self.backend_model,
+                             api_key_env=self.backend_api_key_env, timeout_s=self.backend_timeout_ms / 1000,
+                             verify_tls=self.backend_verify_tls, max_in_flight=self.backend_max_in_flight,
+                             vocab=self.backend_vocab)
 
     def models_differ(self, other: "Settings") -> bool:
         return any(getattr(self, k) != getattr(other, k) for k in self.MODEL_KEYS)
@@ -99,6 +123,12 @@ class Settings:
         for name in ("context_size", "max_tokens", "max_tokens_single_line", "prefix_tokens", "fast_prefix_tokens"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"{name} must be positive")
+        if self.backend and not self.backend.startswith(("http://", "https://")):
+            raise SettingsError(f"backend {self.backend!r}: expected an http:// or https:// URL")
+        if self.backend_kind not in KINDS:
+            raise SettingsError(f"backendKind {self.backend_kind!r}: choose from {', '.join(KINDS)}")
+        if self.backend_timeout_ms <= 0 or self.backend_max_in_flight < 1:
+            raise SettingsError("backendTimeoutMs must be positive and backendMaxInFlight at least 1")
         if self.cache_reuse < 0:
             raise SettingsError("cacheReuse must be 0 (off) or a number of tokens")
         if self.kv_store_mib < -1:
@@ -148,10 +178,13 @@ def config_files(workspace_root: str | None) -> list[Path]:
     return out
 
 
-def load_files(base: Settings, workspace_root: str | None) -> tuple[Settings, list[str]]:
-    """Apply the config files that exist; returns the settings and the files used."""
+def load_files(base: Settings, workspace_root: str | None,
+               warn=lambda msg: None) -> tuple[Settings, list[str]]:
+    """Apply the config files that exist; returns the settings and the files used. Settings a workspace file
+    may not set (Settings.USER_ONLY) are left out of it, and `warn` says so."""
     used = []
-    for path in config_files(workspace_root):
+    files = config_files(workspace_root)
+    for path in files:
         if not path.is_file():
             continue
         try:
@@ -159,8 +192,16 @@ def load_files(base: Settings, workspace_root: str | None) -> tuple[Settings, li
                 data = tomllib.load(f)
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise SettingsError(f"{path}: {e}") from e
+        values = data.get("tandem", data)
+        if path != files[0] and isinstance(values, dict):
+            refused = sorted(k for k in values if _snake(k) in Settings.USER_ONLY)
+            if refused:
+                warn(f"{path}: {', '.join(refused)} ignored: a workspace's tandem.toml comes with the repository, "
+                     f"so it may not choose where your code is sent or which model files are loaded; set them "
+                     f"in {files[0]} or in your editor's settings")
+                values = {k: v for k, v in values.items() if _snake(k) not in Settings.USER_ONLY}
         try:
-            base = base.merged(data.get("tandem", data))
+            base = base.merged(values)
         except SettingsError as e:
             raise SettingsError(f"{path}: {e}") from e
         used.append(str(path))

@@ -5,7 +5,8 @@ import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
 
 const SETTINGS = ["enabled", "target", "draft", "contextSize", "threads", "gpuLayers", "gpuLayersDraft",
-  "speculation", "draftMin", "draftMax", "maxTokens", "maxTokensSingleLine", "timeBudgetMs", "languages"];
+  "speculation", "draftMin", "draftMax", "maxTokens", "maxTokensSingleLine", "timeBudgetMs", "languages",
+  "backend", "backendKind", "backendModel", "backendApiKeyEnv"];
 
 let client: LanguageClient | undefined;
 let status: vscode.StatusBarItem;
