@@ -144,6 +144,7 @@ class RemoteEngine:
         self._slot_used: list[float] = [0.0]
         self.server_draft = DrafterCount()       # the server's own speculation, summed
         self._connected = False
+        self.model_name = backend.model
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="tandem-http", daemon=True)
         self._thread.start()
@@ -461,6 +462,9 @@ class RemoteEngine:
         return f"the backend {url} broke off the answer ({type(e).__name__}: {e or 'the connection closed'})"
 
     def _failed(self, msg: str) -> None:
+        # a server that comes back may be another one (restarted, other flags): ask it again, assume nothing cached
+        self._connected = False
+        self.slots = [[] for _ in self.slots]
         h = self.health
         h.errors += 1
         h.failures += 1
