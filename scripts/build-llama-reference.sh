@@ -2,23 +2,4 @@
 # Builds llama.cpp's own llama-speculative-simple from the llama.cpp that llama-cpp-python 0.3.36 vendors,
 # for side-by-side figures in `tandem bench --llama-speculative BIN`. Prints the binary's path.
 # About 6 minutes on 2 cores, once (kept in the Tandem cache).
-set -euo pipefail
-VERSION=0.3.36
-CACHE=${TANDEM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tandem}
-DEST="$CACHE/llama.cpp-$VERSION"
-BIN="$DEST/build/bin/llama-speculative-simple"
-if [ ! -x "$BIN" ]; then
-  if [ ! -f "$DEST/CMakeLists.txt" ]; then   # the sources, shared with build-llama-server.sh
-    PY=${PYTHON:-python3}
-    tmp=$(mktemp -d)
-    "$PY" -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$VERSION" -d "$tmp" >&2
-    tar -xzf "$tmp"/llama_cpp_python-$VERSION.tar.gz -C "$tmp"
-    rm -rf "$DEST" && mv "$tmp/llama_cpp_python-$VERSION/vendor/llama.cpp" "$DEST"
-    rm -rf "$tmp"
-  fi
-  NOAMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"   # see install-llama-cpp.sh
-  cmake -S "$DEST" -B "$DEST/build" -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DGGML_NATIVE=ON \
-    -DCMAKE_C_FLAGS="$NOAMX" -DCMAKE_CXX_FLAGS="$NOAMX" -DCMAKE_BUILD_TYPE=Release >&2
-  cmake --build "$DEST/build" -j"$(nproc)" --target llama-speculative-simple >&2
-fi
-echo "$BIN"
+exec bash "$(dirname "$0")/build-llama-tool.sh" llama-speculative-simple

@@ -1,24 +1,5 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's llama-server from the llama.cpp that llama-cpp-python 0.3.36 vendors: the remote engine's
-# tests start it (`--backend`, README: Team server). Prints the binary's path. The first build takes about
-# 6 minutes on 2 cores; it is kept in the Tandem cache (beside the reference tools of build-llama-reference.sh).
-set -euo pipefail
-VERSION=0.3.36
-CACHE=${TANDEM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tandem}
-DEST="$CACHE/llama.cpp-$VERSION"
-BIN="$DEST/build/bin/llama-server"
-if [ ! -x "$BIN" ]; then
-  if [ ! -f "$DEST/CMakeLists.txt" ]; then
-    PY=${PYTHON:-python3}
-    tmp=$(mktemp -d)
-    "$PY" -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$VERSION" -d "$tmp" >&2
-    tar -xzf "$tmp"/llama_cpp_python-$VERSION.tar.gz -C "$tmp"
-    rm -rf "$DEST" && mv "$tmp/llama_cpp_python-$VERSION/vendor/llama.cpp" "$DEST"
-    rm -rf "$tmp"
-  fi
-  NOAMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"   # see install-llama-cpp.sh
-  cmake -S "$DEST" -B "$DEST/build" -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DGGML_NATIVE=ON \
-    -DCMAKE_C_FLAGS="$NOAMX" -DCMAKE_CXX_FLAGS="$NOAMX" -DCMAKE_BUILD_TYPE=Release >&2
-  cmake --build "$DEST/build" -j"$(nproc)" --target llama-server >&2
-fi
-echo "$BIN"
+# tests start it (README: Team server). Prints the binary's path. The first build took 16 minutes on 2 cores
+# shared with another job (about 6 on idle ones); it is kept in the Tandem cache.
+exec bash "$(dirname "$0")/build-llama-tool.sh" llama-server
