@@ -346,3 +346,25 @@ def test_a_server_that_answers_badly_gets_an_empty_answer_and_a_reason(bad_serve
         assert g.stop_reason == "error" and e.health.errors == 1 and not e.notices()
     finally:
         e.close()
+
+
+def test_bench_through_llama_server_plain_against_its_own_speculation(tmp_path):
+    plain, spec = LlamaServer(slots=1), LlamaServer(draft=True, slots=1)
+    try:
+        plain.start()
+        spec.start()
+        out = tmp_path / "bench.json"
+        p = tandem("bench", "--backend", spec.url, "--backend-plain", plain.url, "--limit", "1", "--categories",
+                   "python-boilerplate,algorithmic", "--max-tokens", "32", "--json", str(out))
+        assert p.returncode == 0, p.stderr
+        rows = json.loads(out.read_text())["rows"]
+        assert [r["category"] for r in rows] == ["python-boilerplate", "algorithmic"]
+        for r in rows:
+            assert r["baseline_tok_s"] > 0 and r["spec_tok_s"] > 0 and r["speedup"] > 0
+        assert sum(r["drafted"].get("server", {}).get("drafted", 0) for r in rows) > 0
+        assert "the server's own speculation" in p.stdout
+        alone = tandem("bench", "--backend", spec.url, "--limit", "1")
+        assert alone.returncode == 2 and "--backend-plain" in alone.stderr
+    finally:
+        plain.stop()
+        spec.stop()

@@ -150,7 +150,7 @@ def run_bench(engine: Engine, args) -> list[dict]:
     _print_table(rows, memory, with_model, time.perf_counter() - t_start, engine, bool(args.llama_speculative))
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "memory": memory,
-                                               "costs": engine.costs.to_json(),
+                                               "costs": engine.costs.to_json() if engine.costs else None,
                                                "warnings": engine.warnings}, indent=2))
         log(f"wrote {args.json}")
     if args.chart:
@@ -189,6 +189,10 @@ def _print_table(rows, memory, with_model, seconds, engine, with_llama=False) ->
         print(f"memory (resident, warm): target alone {memory['target_rss_mb']:,.0f} MB"
               + (f", target + draft {pair:,.0f} MB (+{pair - memory['target_rss_mb']:,.0f} MB)" if pair else ""))
     c = engine.costs
+    if c is None:   # generation on a server: its costs are its own
+        print(f"plain on {engine.plain.target.path}, the server's own speculation on {engine.target.path}; "
+              f"bench took {seconds:.0f}s")
+        return
     print(f"measured costs: T(1)={c.target(1) * 1e3:.0f}ms T(2)={c.target(2) * 1e3:.0f}ms "
           f"T(4)={c.target(4) * 1e3:.0f}ms T(8)={c.target(8) * 1e3:.0f}ms T(16)={c.target(16) * 1e3:.0f}ms"
           + (f", draft token {c.draft_token_s * 1e3:.0f}ms" if c.draft_token_s else "")

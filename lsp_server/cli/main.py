@@ -158,14 +158,41 @@ def cmd_soak(args) -> None:
 def cmd_bench(args) -> None:
     from ..bench.run import run_bench
     if args.backend:
-        # plain vs the server's own speculation needs a second server without a draft model: not built yet
-        _die("tandem bench does not take --backend yet (the remote engine works for complete, eval and serve)", 2)
+        _bench_remote(args, run_bench)
+        return
     # a fixed draft-model column needs the draft model even where the controller would unload it
     engine, _ = _load_engine(args, **({"draft_resident": "always"} if args.with_model_draft else {}))
     try:
         run_bench(engine, args)
     finally:
         engine.close()
+
+
+def _bench_remote(args, run_bench) -> None:
+    """Plain decoding on --backend-plain, the server's own speculation on --backend: llama-server cannot switch
+    its speculation per request."""
+    from ..bench.remote import PlainAndServerSpeculation
+    from .options import backend_config
+    if not args.backend_plain:
+        _die("tandem bench --backend URL needs --backend-plain URL too: a second llama-server with the same target "
+             "and no draft model (llama-server cannot switch its speculation per request)", 2)
+    if args.with_model_draft or args.llama_speculative:
+        _die("--with-model-draft and --llama-speculative compare in-process models; not with --backend", 2)
+    spec_cfg = backend_config(args)
+    args.no_memory = True   # the models' memory is the servers'
+    spec, _ = _load_engine(args)
+    args.backend = args.backend_plain
+    try:
+        plain, _ = _load_engine(args)
+    except SystemExit:
+        spec.close()
+        raise
+    args.backend = spec_cfg.url
+    pair = PlainAndServerSpeculation(plain, spec)
+    try:
+        run_bench(pair, args)
+    finally:
+        pair.close()
 
 
 def cmd_eval(args) -> None:
@@ -272,6 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run llama.cpp's llama-speculative-simple (k=3) on the same prompts and models "
                         "(build it with scripts/build-llama-reference.sh)")
     b.add_argument("--no-memory", action="store_true", help="skip the resident-memory measurement")
+    b.add_argument("--backend-plain", metavar="URL", help="with --backend: a llama-server with the same target and "
+                   "no draft model, for the plain column (--backend's server speculates with its own -md)")
     add_engine_options(b)
     b.set_defaults(func=cmd_bench, stats="")
 
