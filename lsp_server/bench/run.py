@@ -161,7 +161,8 @@ def run_bench(engine: Engine, args) -> list[dict]:
 
 def _print_table(rows, memory, with_model, seconds, engine, with_llama=False) -> None:
     drafters = sorted({k for r in rows for k in r["acceptance"]}) or ["ngram"]
-    head = ("| Task type | Plain target | Tandem | " + " | ".join(f"Acceptance ({d})" for d in drafters)
+    spec = "Tandem" if engine.costs is not None else "Server's speculation"
+    head = (f"| Task type | Plain target | {spec} | " + " | ".join(f"Acceptance ({d})" for d in drafters)
             + " | Net speedup | Identical |" + (" Model draft k=3 |" if with_model else "")
             + (" llama-speculative-simple (k=3) |" if with_llama else ""))
     print(head)
@@ -181,9 +182,11 @@ def _print_table(rows, memory, with_model, seconds, engine, with_llama=False) ->
     for r in rows:
         for d in r["divergences"]:
             gap = "unknown" if d["top2_gap"] is None else f"{d['top2_gap']:.4f}"
+            tie = ("near-tie" if d["near_tie"] else "NOT a near-tie" if d["top2_gap"] is not None
+                   else "a server gives no logits to tell")
             print(f"divergence: {d['file']} at token {d['token_index']}: plain {d['plain']!r} vs "
                   f"tandem {d['speculative']!r}, top-2 logit gap {gap} "
-                  f"({'near-tie' if d['near_tie'] else 'NOT a near-tie'})")
+                  f"({tie})")
     if memory:
         pair = memory["pair_rss_mb"]
         print(f"memory (resident, warm): target alone {memory['target_rss_mb']:,.0f} MB"
