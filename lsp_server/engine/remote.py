@@ -78,7 +78,6 @@ class Health:
     requests: int = 0
     errors: int = 0
     first_token_ms: float | None = None   # moving average: request sent -> first text
-    last_ok: float | None = None
 
     def waiting(self) -> bool:
         return self.state == "down" and time.monotonic() < self.retry_at
@@ -421,8 +420,6 @@ class RemoteEngine:
             if final:
                 out.timings = data.get("timings") or {}
                 out.reason = {"eos": "eog", "word": "stop", "limit": "length"}.get(data.get("stop_type"), "length")
-                if data.get("stop_type") == "limit" and out.timings.get("predicted_n", 0) < 1:
-                    out.reason = "length"
             return data.get("content") or "", list(data.get("tokens") or []), final
         if usage := data.get("usage"):   # the last event (stream_options.include_usage), after the text
             cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
@@ -479,7 +476,7 @@ class RemoteEngine:
         if h.state == "down":
             self._notices.append(f"the backend {self.target.path} answers again.")
             self.log(f"backend {self.target.path} answers again")
-        h.state, h.error, h.failures, h.last_ok = "up", "", 0, time.monotonic()
+        h.state, h.error, h.failures = "up", "", 0
         if first_s is not None:
             ms = first_s * 1000
             h.first_token_ms = ms if h.first_token_ms is None else h.first_token_ms + 0.3 * (ms - h.first_token_ms)
