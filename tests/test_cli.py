@@ -56,7 +56,8 @@ def test_bench_writes_the_table_json_and_chart(tmp_path):
         assert key in rows[0]
     assert rows[0]["baseline_tok_s"] > 0 and rows[0]["spec_tok_s"] > 0
     # three alternating passes per path by default, their spread shown beside the speedup
-    assert rows[0]["passes"] == 3 and 0 <= rows[0]["spread"] < 1 and "| Spread |" in out.stdout
+    assert rows[0]["passes"] == 3 and 0 <= rows[0]["spread"] < 1 and "| Spread | A/A |" in out.stdout
+    assert 0 <= rows[0]["aa_noise"] < 1
     assert chart.read_text().startswith("<svg")
 
 

@@ -2,7 +2,7 @@
 import pytest
 
 from lsp_server.engine.acceptance import AcceptanceStats
-from lsp_server.engine.controller import Controller
+from lsp_server.engine.controller import EXPLORATION_BUDGET, Controller
 from lsp_server.engine.costs import CostModel
 from lsp_server.engine.drafters.base import Draft
 
@@ -141,3 +141,48 @@ def test_a_drafter_that_cannot_pay_is_not_asked_until_its_statistics_change():
 def test_a_drafter_with_no_evidence_is_asked_on_the_strength_of_its_priors():
     assert Controller(COMPUTE_BOUND, AcceptanceStats()).may_pay("go", "template", ("t-sub", "t-same", "t-next"))
     assert not Controller(COMPUTE_BOUND, AcceptanceStats(), draft_max=0).may_pay("go", "template", ("t-sub",))
+
+
+def test_exploring_little_tried_drafts_costs_at_most_its_budget():
+    c = Controller(COMPUTE_BOUND, AcceptanceStats())
+    d = draft(4, drafter="template", bucket="t-sub")
+    first = c.plan("python", d)
+    assert first.n_verify > 0 and first.explores     # nothing known yet: optimism tries it
+    c.observe_step(COMPUTE_BOUND.target(first.n_verify + 1), first, accepted=0)   # and it was wrong
+    assert c.explore_net_s > 0
+    assert c.plan("python", d).n_verify == 0         # exploring has spent its share
+    # plain steps earn it back: exploring may cost EXPLORATION_BUDGET of the time spent generating
+    steps = 0
+    while not c.plan("python", d).explores:
+        c.observe_step(COMPUTE_BOUND.target(1))
+        steps += 1
+    assert c.explore_net_s <= EXPLORATION_BUDGET * c.generating_s
+    assert steps * COMPUTE_BOUND.target(1) * EXPLORATION_BUDGET == pytest.approx(c.explore_net_s, rel=0.05)
+    # an exploratory draft that was right is a credit
+    again = c.plan("python", d)
+    c.observe_step(COMPUTE_BOUND.target(again.n_verify + 1), again, accepted=again.n_verify)
+    assert c.explore_net_s < 0.5 * EXPLORATION_BUDGET * c.generating_s
+    # a draft that pays on what is known is never held back by the budget
+    stats = AcceptanceStats()
+    teach(stats, "python", "ngram", "n4", 0.97)
+    sure = Controller(COMPUTE_BOUND, stats)
+    sure.explore_net_s = 1.0
+    plan = sure.plan("python", draft(8))
+    assert plan.n_verify > 0 and not plan.explores
+
+
+def test_what_was_learned_can_be_put_back():
+    stats = AcceptanceStats()
+    c = Controller(CostModel(dict(CPU.batch_s)), stats)
+    teach(stats, "python", "ngram", "n4", 0.9, n=50)
+    before = c.learned()
+    kept = dict(before.acceptance)
+    q, t4 = stats.estimate("python", "ngram", "n4", 1), c.costs.target(4)
+    teach(stats, "python", "ngram", "n4", 0.1, n=50)
+    c.costs.observe_target(4, 1.0)
+    c.observe_step(0.5)
+    c.restore(before)
+    assert stats.estimate("python", "ngram", "n4", 1) == q
+    assert c.costs.target(4) == t4 and c.generating_s == 0.0
+    teach(stats, "python", "ngram", "n4", 0.1, n=5)   # learning on does not change what was kept
+    assert before.acceptance == kept and stats.estimate("python", "ngram", "n4", 1) < q

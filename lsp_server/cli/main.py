@@ -157,6 +157,8 @@ def cmd_soak(args) -> None:
 
 def cmd_bench(args) -> None:
     from ..bench.run import run_bench
+    if args.repeat < 1:
+        _die(f"--repeat must be at least 1 (got {args.repeat})", 2)
     if args.backend:
         _bench_remote(args, run_bench)
         return

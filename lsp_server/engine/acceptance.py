@@ -53,9 +53,9 @@ class AcceptanceStats:
     def _key(lang: str, drafter: str, bucket: str, pos: int) -> str:
         return f"{lang}|{drafter}|{bucket}|{position_bucket(pos)}"
 
-    def estimate(self, lang: str, drafter: str, bucket: str, pos: int) -> float:
-        """Acceptance to plan with: the blended rate plus an exploration bonus that shrinks with evidence
-        (upper confidence bound), so a kind of draft nobody has tried yet still gets tried."""
+    def estimate(self, lang: str, drafter: str, bucket: str, pos: int, explore: bool = True) -> float:
+        """Acceptance to plan with: the blended rate plus (`explore`) an exploration bonus that shrinks with
+        evidence (upper confidence bound), so a kind of draft nobody has tried yet still gets tried."""
         # once a draft's first tokens are right it is usually on the right track: later positions start
         # from a higher prior
         prior = min(0.95, PRIORS.get(bucket.rstrip("+"), 0.5) + POSITION_BONUS[position_bucket(pos)])
@@ -63,7 +63,7 @@ class AcceptanceStats:
         q_all = (g.accepted + PRIOR_WEIGHT * prior) / (g.tried + PRIOR_WEIGHT)
         r = self.rates.get(self._key(lang, drafter, bucket, pos), Rate())
         q = (r.accepted + LANGUAGE_WEIGHT * q_all) / (r.tried + LANGUAGE_WEIGHT)
-        if pos > 1:
+        if pos > 1 or not explore:
             # only the first token is explored: optimism about later ones would make every draft long,
             # and on a CPU a long rejected draft is the costliest mistake
             return q
@@ -79,6 +79,16 @@ class AcceptanceStats:
                     r = self.rates.setdefault(self._key(l, drafter, bucket, i), Rate())
                     r.tried += 1
                     r.accepted += i <= n_accepted
+
+    def snapshot(self) -> dict[str, tuple[int, int]]:
+        with self._lock:
+            return {k: (r.accepted, r.tried) for k, r in self.rates.items()}
+
+    def restore(self, snap: dict[str, tuple[int, int]]) -> None:
+        """Back to what a snapshot held, so a run repeated for timing decides as its first pass did."""
+        with self._lock:
+            self.version += 1
+            self.rates = {k: Rate(a, t) for k, (a, t) in snap.items()}
 
     def summary(self, lang: str | None = None) -> dict[str, dict[str, float]]:
         """Per drafter: tokens tried, accepted and the acceptance rate (for one language or all)."""

@@ -15,6 +15,10 @@ MARGIN = 0.10
 BEST_MODEL_ACCEPTANCE = 0.95
 # how many questions a drafter's ceiling answers before it is worked out again from the current costs
 CEILING_CALLS = 500
+# what trying little-known drafts may cost, net, as a fraction of the time spent generating: where a wider
+# batch costs nearly its tokens (a CPU), a rejected draft costs almost a whole step, and optimism about
+# drafts that turn out wrong must not make speculation slower than plain decoding
+EXPLORATION_BUDGET = 0.005
 
 
 @dataclass
@@ -22,6 +26,16 @@ class Plan:
     n_verify: int            # drafted tokens to verify (0: plain decoding)
     expected_rate: float     # expected tokens per second
     plain_rate: float
+    explores: bool = False   # verified only thanks to the optimism for little-tried drafts
+
+
+@dataclass
+class Learned:
+    """What a controller has learned, to be put back (the bench repeats a generation for timing)."""
+    acceptance: dict
+    costs: CostModel
+    explore_net_s: float
+    generating_s: float
 
 
 class Controller:
@@ -34,6 +48,8 @@ class Controller:
         self._ceilings: dict[tuple, bool] = {}
         self._ceilings_version: tuple = ()
         self._ceiling_calls = 0
+        self.explore_net_s = 0.0   # what exploratory drafts cost beyond plain decoding (negative: they won)
+        self.generating_s = 0.0    # time of the speculative generation steps so far
 
     def plain_rate(self) -> float:
         return 1.0 / self.costs.target(1)
@@ -54,13 +70,43 @@ class Controller:
         plain = self.plain_rate()
         if not draft or not draft.tokens or self.draft_max == 0:
             return Plan(0, plain, plain)
-        probs = [self.stats.estimate(lang, draft.drafter, b, i)
+        bold = self._plan(lang, draft, per_token_cost_s, explore=True)
+        if not bold.n_verify:
+            return bold
+        sure = self._plan(lang, draft, per_token_cost_s, explore=False)
+        if sure.n_verify == bold.n_verify:
+            return bold
+        if self.explore_net_s > EXPLORATION_BUDGET * self.generating_s:
+            return sure     # exploring has cost its share: back when plain steps have earned more
+        bold.explores = True
+        return bold
+
+    def _plan(self, lang: str, draft: Draft, per_token_cost_s: float, explore: bool) -> Plan:
+        plain = self.plain_rate()
+        probs = [self.stats.estimate(lang, draft.drafter, b, i, explore)
                  for i, b in enumerate(draft.buckets[:self.draft_max], start=1)]
         rates = self.rate_curve(probs, per_token_cost_s)
         best = max(self._allowed(len(probs)), key=lambda j: rates[j], default=0)
         if best and rates[best] > plain * (1 + MARGIN):
             return Plan(best, rates[best], plain)
         return Plan(0, plain, plain)
+
+    def observe_step(self, seconds: float, plan: Plan | None = None, accepted: int = 0,
+                     draft_cost_s: float = 0.0) -> None:
+        """A speculative generation step took `seconds`; if it verified an exploratory plan, charge what that
+        cost beyond the plain steps that would have produced the same tokens (a credit where it won)."""
+        self.generating_s += seconds
+        if plan is not None and plan.explores:
+            self.explore_net_s += (self.costs.target(plan.n_verify + 1) + draft_cost_s
+                                   - (accepted + 1) * self.costs.target(1))
+
+    def learned(self) -> Learned:
+        return Learned(self.stats.snapshot(), self.costs.snapshot(), self.explore_net_s, self.generating_s)
+
+    def restore(self, learned: Learned) -> None:
+        self.stats.restore(learned.acceptance)
+        self.costs.restore(learned.costs)
+        self.explore_net_s, self.generating_s = learned.explore_net_s, learned.generating_s
 
     def may_pay(self, lang: str, drafter: str, buckets: tuple[str, ...]) -> bool:
         """Could any draft of this drafter be worth verifying now? Its best bucket at every position is an

@@ -59,6 +59,12 @@ class CostModel:
         for n in sorted(self.batch_s):
             prev = self.batch_s[n] = max(self.batch_s[n], prev)
 
+    def snapshot(self) -> "CostModel":
+        return CostModel(dict(self.batch_s), self.draft_token_s, self.scale)
+
+    def restore(self, snap: "CostModel") -> None:
+        self.batch_s, self.draft_token_s, self.scale = dict(snap.batch_s), snap.draft_token_s, snap.scale
+
     def to_json(self) -> dict:
         return {"batch_s": {str(k): self.target(k) for k in sorted(self.batch_s)},
                 "draft_token_s": self.draft_token_s}

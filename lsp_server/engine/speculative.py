@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .controller import Controller
+from .controller import Controller, Plan
 from .drafters import Draft, ModelDrafter, NgramDrafter, TemplateDrafter
 from .llama import Cancelled, ContextFullError, LlamaModel, top2
 
@@ -60,6 +60,10 @@ class Generation:
     near_ties: int = 0            # verify rows decided again by one-token decoding
     prompt_restored: int = 0      # of the reused prompt tokens, those whose state came back from the KV store
     prompt_computed: int = 0      # prompt tokens actually evaluated (a cancelled prefill stops part way)
+    step_s: list[float] = field(default_factory=list)   # wall time of each step (with the final emit); sum = gen_s
+    # what each step did: "1" (one token decoded), "DRAFTER:N" (N drafted tokens verified), "~" after either
+    # when a near-tie was decoded again, "end" (the final emit alone)
+    step_kind: list[str] = field(default_factory=list)
 
     @property
     def tok_s(self) -> float:
@@ -166,7 +170,9 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
     margin = last_gap if record else None
     steps, near_ties, reason = 0, 0, None
     trace = log.isEnabledFor(logging.DEBUG)
+    ticks, kinds = [t_gen], []
     while True:
+        kind = "end"
         reason = out.emit(tok, margin)
         if reason:
             break
@@ -179,13 +185,17 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         if ngram:
             ngram.extend([tok])
 
-        draft, n = (_choose_draft(controller, req, out, last_gap, ngram, template,
-                                  model_drafter if use_model else None, fixed, cancel)
-                    if speculate else (None, 0))
+        draft, plan = (_choose_draft(controller, req, out, last_gap, ngram, template,
+                                     model_drafter if use_model else None, fixed, cancel)
+                       if speculate else (None, None))
+        n = plan.n_verify if plan else 0
         drafted = draft.tokens[:n] if n else []
 
         v = _verify(target, [tok] + drafted)
+        kind = (f"{draft.drafter}:{n}" if n else "1") + ("~" if v.near_tie else "")
         controller.costs.observe_target(n + 1, v.seconds)
+        if speculate:
+            controller.observe_step(v.seconds, plan, v.accepted, draft.cost_s if n else 0.0)
         near_ties += v.near_tie
         accepted, next_tok, margins = v.accepted, v.next_tok, v.margins
         steps += 1
@@ -211,27 +221,31 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
             req.on_text(out.text, len(out.tokens))
         tok, last_gap = next_tok, margins[-1]
         margin = last_gap if record else None
+        ticks.append(time.perf_counter())
+        kinds.append(kind)
 
     t_end = time.perf_counter()
+    ticks.append(t_end)
+    kinds.append(kind)
     return Generation(text=out.text, tokens=out.tokens, stop_reason=reason, prompt_tokens=len(req.tokens),
                       prompt_reused=reused, prompt_s=t_gen - t0, gen_s=t_end - t_gen, steps=steps,
                       drafters=counts, margins=out.margins, near_ties=near_ties, prompt_restored=restored,
-                      prompt_computed=computed)
+                      prompt_computed=computed, step_s=[b - a for a, b in zip(ticks, ticks[1:])], step_kind=kinds)
 
 
 def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, last_gap: float,
                   ngram: NgramDrafter | None, template: TemplateDrafter | None,
-                  model_drafter: ModelDrafter | None, fixed: int, cancel) -> tuple[Draft | None, int]:
-    """The draft to verify and how many of its tokens (0: plain decoding this step)."""
+                  model_drafter: ModelDrafter | None, fixed: int, cancel) -> tuple[Draft | None, Plan | None]:
+    """The draft to verify and the plan for it: how many of its tokens (None: plain decoding this step)."""
     max_len = min(controller.draft_max, req.max_tokens - len(out.tokens))
     if max_len <= 0:
-        return None, 0
+        return None, None
     if fixed:
         draft = model_drafter.propose(req.tokens + out.tokens, min(fixed, max_len), lambda d: True, cancel,
                                       keep=req.keep)
-        return draft, len(draft.tokens)
+        return draft, Plan(len(draft.tokens), 0.0, 0.0)
     lang = req.language
-    best: tuple[Draft | None, int] = (None, 0)
+    best: tuple[Draft | None, Plan | None] = (None, None)
     best_rate = controller.plain_rate()
     if template and not controller.may_pay(lang, template.name, template.buckets):
         template = None
@@ -241,7 +255,7 @@ def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, 
             cand.buckets = [b + "+" for b in cand.buckets]
         plan = controller.plan(lang, cand)
         if plan.n_verify and plan.expected_rate > best_rate:
-            best, best_rate = (cand, plan.n_verify), plan.expected_rate
+            best, best_rate = (cand, plan), plan.expected_rate
     if model_drafter is not None and controller.model_can_pay(than=best_rate):
         ctx = req.tokens + out.tokens
         if len(ctx) - model_drafter.model.cached_prefix(ctx) <= MODEL_CATCHUP_MAX:
@@ -251,7 +265,7 @@ def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, 
                 controller.costs.observe_draft(mdraft.cost_s / len(mdraft.tokens))
                 mplan = controller.plan(lang, mdraft)
                 if mplan.n_verify and mplan.expected_rate > best_rate:
-                    best = (mdraft, mplan.n_verify)
+                    best = (mdraft, mplan)
     return best
 
 
