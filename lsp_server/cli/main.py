@@ -45,7 +45,7 @@ def cmd_models(args) -> None:
 
 def _load_engine(args, **over):
     from ..engine import ModelFileError, make_engine
-    from ..engine.remote import BackendError
+    from ..engine.backend import BackendError
     from .options import backend_config, engine_config
     t0 = time.perf_counter()
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..engine import EngineConfig
-from ..engine.remote import KINDS, BackendConfig
+from ..engine.backend import KINDS, BackendConfig
 
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from ..engine import EngineConfig
-from ..engine.remote import KINDS, BackendConfig
+from ..engine.backend import KINDS, BackendConfig
 
 
 class SettingsError(ValueError):
