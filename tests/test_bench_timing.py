@@ -1,64 +1,82 @@
-"""How the bench turns noisy passes into a figure (control logic: made-up step timings, no models)."""
-import random
+"""How the bench times paths side by side and turns their passes into a figure (control logic: made-up jobs and
+timings, no models; the real models side by side are in test_engine.py and test_cli.py)."""
+import threading
+import time
 
 import pytest
 
-from lsp_server.bench.run import aa_noise, typical_times
+from lsp_server.bench.run import aa_noise, path_seconds
+from lsp_server.bench.side_by_side import Rotation, side_by_side
 from lsp_server.engine.speculative import Generation
 
 
-def gen(kinds: list[str], seconds: list[float]) -> Generation:
-    return Generation("x", list(range(len(kinds))), "length", 10, 10, 0.0, sum(seconds), len(kinds),
-                      step_s=seconds, step_kind=kinds)
+def gen(seconds: float) -> Generation:
+    return Generation("x", [1, 2], "length", 10, 10, 0.0, seconds, 2)
 
 
-def noisy(rnd: random.Random, cost: float) -> float:
-    # this host: most steps a little slow, some bursts much slower
-    return cost * (1 + rnd.uniform(0, 0.25) + (rnd.random() < 0.1) * rnd.uniform(0.3, 1.0))
+def stepping(log: list, name: str, steps: int, busy: list):
+    """A job that takes `steps` steps, logging each and checking that no other job steps at the same time."""
+    def job(hand_on):
+        for i in range(steps):
+            busy.append(name)
+            assert len(busy) == 1, f"{busy} stepping at once"
+            log.append((name, i))
+            time.sleep(0.002)
+            busy.remove(name)
+            if i < steps - 1:
+                hand_on()
+        return gen(float(steps))
+    return job
 
 
-def passes(rnd, kinds, costs, n=3):
-    return [gen(kinds, [noisy(rnd, costs[k]) for k in kinds]) for _ in range(n)]
+def test_paths_take_turns_a_step_each_and_the_others_go_on_when_one_is_done():
+    log, busy = [], []
+    out = side_by_side({"a": stepping(log, "a", 3, busy), "b": stepping(log, "b", 1, busy),
+                        "c": stepping(log, "c", 2, busy)})
+    assert log == [("a", 0), ("b", 0), ("c", 0), ("a", 1), ("c", 1), ("a", 2)]
+    assert {k: g.gen_s for k, g in out.items()} == {"a": 3.0, "b": 1.0, "c": 2.0}
 
 
-def test_the_same_steps_read_the_same_on_both_paths_through_the_noise():
-    costs = {"1": 0.035, "end": 0.0001}
-    rnd = random.Random(3)
-    prompts = [["1"] * rnd.randint(20, 64) + ["end"] for _ in range(9)]
-    plain = typical_times([passes(rnd, k, costs) for k in prompts])
-    tandem = typical_times([passes(rnd, k, costs) for k in prompts])
-    assert sum(plain) / sum(tandem) == pytest.approx(1.0, abs=0.01)
-    # the fastest pass of each prompt, the figure before, reads with the noise of a few passes
-    whole = [[sum(noisy(rnd, costs[k]) for k in kinds) for _ in range(3)] for kinds in prompts]
-    again = [[sum(noisy(rnd, costs[k]) for k in kinds) for _ in range(3)] for kinds in prompts]
-    assert abs(sum(map(min, whole)) / sum(map(min, again)) - 1) > abs(sum(plain) / sum(tandem) - 1)
+def test_an_error_in_one_path_ends_its_turns_and_is_raised_after_the_others():
+    log, busy = [], []
+
+    def broken(hand_on):
+        log.append(("x", 0))
+        hand_on()
+        raise RuntimeError("model gone")
+
+    with pytest.raises(RuntimeError, match="model gone"):
+        side_by_side({"x": broken, "a": stepping(log, "a", 3, busy)})
+    assert log == [("x", 0), ("a", 0), ("a", 1), ("a", 2)]
 
 
-def test_drafted_steps_count_at_their_own_cost():
-    costs = {"1": 0.035, "template:2": 0.065, "end": 0.0001}
-    rnd = random.Random(5)
-    plain_kinds = ["1"] * 30 + ["end"]
-    # the same 30 tokens where 5 steps each verified 2 template tokens of which 1 was right: 25 steps
-    tandem_kinds = ["1"] * 20 + ["template:2"] * 5 + ["end"]
-    plain = typical_times([passes(rnd, plain_kinds, costs, 9)])[0]
-    tandem = typical_times([passes(rnd, tandem_kinds, costs, 9)])[0]
-    expected = (20 * 0.035 + 5 * 0.065) / (30 * 0.035)
-    assert tandem / plain == pytest.approx(expected, rel=0.03)
+def test_the_rotation_skips_a_path_that_left_before_its_turn():
+    r = Rotation(["a", "b", "c"])
+    r.wait("a")
+    done = threading.Event()
+
+    def c_waits():
+        r.wait("c")
+        done.set()
+
+    t = threading.Thread(target=c_waits)
+    t.start()
+    r.leave("a")          # b's turn now; then b leaves and c's turn comes
+    assert not done.wait(0.05)
+    r.leave("b")
+    assert done.wait(2)
+    t.join()
 
 
-def test_passes_without_step_timings_count_whole():
-    g = [Generation("x", [1, 2], "length", 1, 0, 0.0, s, 2) for s in (0.3, 0.2, 0.25)]
-    assert typical_times([g]) == [0.2]
+def test_side_by_side_passes_count_by_their_mean_one_after_the_other_by_the_fastest():
+    prompts = [[gen(1.0), gen(1.2), gen(1.4)], [gen(2.0), gen(2.5)]]
+    assert path_seconds(prompts, True) == [pytest.approx(1.2), pytest.approx(2.25)]
+    assert path_seconds(prompts, False) == [1.0, 2.0]
 
 
-def test_the_a_a_check_shows_what_the_noise_leaves():
-    costs = {"1": 0.035, "end": 0.0001}
-    rnd = random.Random(7)
-    prompts = [["1"] * 40 + ["end"] for _ in range(9)]
-    quiet = aa_noise([passes(rnd, k, costs) for k in prompts])
-    assert 0 <= quiet < 0.02
-    # a load that slowed half of the passes by 20 % (those dealt to one half): the halves tell it
-    loaded = [[gen(g.step_kind, [x * (1.2 if (n + i) % 2 else 1.0) for x in g.step_s]) for i, g in enumerate(gens)]
-              for n, gens in enumerate(passes(rnd, k, costs, 4) for k in prompts)]
-    assert aa_noise(loaded) > 0.1
-    assert aa_noise([passes(rnd, k, costs, 1) for k in prompts]) is None
+def test_the_a_a_check_is_how_far_the_two_plain_paths_read_apart():
+    plain = [[gen(1.0), gen(1.0)], [gen(2.0)]]
+    again = [[gen(1.1), gen(0.9)], [gen(2.2)]]
+    assert aa_noise(plain, again) == pytest.approx(abs(3.0 / 3.2 - 1))
+    assert aa_noise(plain, plain) == 0
+    assert aa_noise(plain, []) is None     # two servers: no second plain path

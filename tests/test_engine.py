@@ -70,6 +70,49 @@ def test_speculative_output_equals_plain_greedy(engine, pipeline, cheap_verifica
     assert len(divergences) <= compared // 4
 
 
+def test_paths_side_by_side_on_contexts_of_one_copy_of_the_weights(engine, pipeline):
+    """What the bench runs: plain decoding on a second context of the target's weights and Tandem on the
+    engine's own, a step each in turn; each writes what it writes alone, and the waits are not its time."""
+    from lsp_server.bench.side_by_side import side_by_side
+    from lsp_server.engine.speculative import generate
+
+    case, prompt = next(fixture_prompts(pipeline, 1))
+    req = lambda **kw: GenerationRequest(prompt.tokens, max_tokens=24, stop=prompt.stop,
+                                         language=case.document.language, **kw)
+    alone = engine.generate(req(speculative=False))
+    twin = engine.target.another_context()
+    try:
+        assert twin.model is engine.target.model and twin.ctx is not engine.target.ctx
+        order, waits = [], {"twin": 0.0, "own": 0.0}
+
+        def on(name, model, speculative):
+            def job(hand_on):
+                def between():
+                    order.append(name)
+                    t = time.perf_counter()
+                    hand_on()
+                    time.sleep(0.02)        # a wait that must not count as this path's time
+                    waits[name] += time.perf_counter() - t
+                r = req(speculative=speculative, between_steps=between)
+                return (generate(model, engine.controller, r) if model is twin else engine.generate(r))
+            return job
+
+        t0 = time.perf_counter()
+        got = side_by_side({"twin": on("twin", twin, False), "own": on("own", engine.target, True)})
+        wall = time.perf_counter() - t0
+    finally:
+        twin.close()
+    assert got["twin"].text == alone.text == got["own"].text
+    assert order[:4] == ["twin", "own", "twin", "own"]
+    for name, g in got.items():
+        assert waits[name] >= 0.02 * (len(g.step_s) - 1)
+        assert sum(g.step_s) == pytest.approx(g.gen_s, rel=1e-6)
+        # counted in, the waits would make a path's time the whole wall time
+        assert g.gen_s + waits[name] <= wall
+    # the engine's own context is unharmed by the closed twin
+    assert engine.generate(req(speculative=False)).text == alone.text
+
+
 def test_fixed_model_draft_is_lossless_too(engine, pipeline):
     if engine.draft is None:
         pytest.fail("the default draft model did not load: " + "; ".join(engine.warnings))

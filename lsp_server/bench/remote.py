@@ -7,6 +7,7 @@ import threading
 
 from ..engine.remote import RemoteEngine
 from ..engine.speculative import Generation, GenerationRequest
+from .side_by_side import PLAIN, TANDEM, Requests
 
 
 class PlainAndServerSpeculation:
@@ -28,6 +29,16 @@ class PlainAndServerSpeculation:
 
     def generate(self, req: GenerationRequest, cancel: threading.Event | None = None) -> Generation:
         return (self.spec if req.speculative else self.plain).generate(req, cancel)
+
+    # for the bench: the servers' generations are timed whole, one after the other (two servers on one host
+    # would share its cores if they ran at once), and the fastest pass of each path counts
+    names = [PLAIN, TANDEM]
+    side_by_side = False
+
+    def run_pass(self, requests: Requests, n: int) -> dict[str, Generation]:
+        order = (False, True) if n % 2 else (True, False)
+        gens = {spec: self.generate(requests(spec, 0)) for spec in order}
+        return {PLAIN: gens[False], TANDEM: gens[True]}
 
     def prewarm(self, tokens: list[int], cancel=None, draft: bool = False, keep: int = 0) -> int:
         self.plain.prewarm(tokens, cancel)

@@ -5,8 +5,8 @@ import json
 import statistics
 import sys
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from ..engine import Engine, GenerationRequest
@@ -15,6 +15,7 @@ from ..pipeline import Pipeline
 from . import llama_reference
 from .chart import speedup_svg
 from .fixtures import CATEGORIES, Case, default_root, load_cases
+from .side_by_side import AGAIN, MODEL, PLAIN, TANDEM, SideBySide
 
 NEAR_TIE = 0.5   # top-2 logit gap under which a divergence is a numerics near-tie, not a bug
 
@@ -47,8 +48,7 @@ class CategoryResult:
     divergences: list = field(default_factory=list)
     prompt_tokens: int = 0
     spreads: list = field(default_factory=list)     # per prompt and path: (fastest - slowest) / fastest pass
-    # path (False: plain, True: Tandem, "model": fixed model draft) -> per prompt, its passes
-    passes: dict = field(default_factory=lambda: {False: [], True: [], "model": []})
+    passes: dict = field(default_factory=dict)      # path -> per prompt, its passes
 
 
 def _spread(gens: list[Generation]) -> float:
@@ -56,26 +56,30 @@ def _spread(gens: list[Generation]) -> float:
     return (max(speeds) - min(speeds)) / max(speeds) if len(speeds) > 1 else 0.0
 
 
-def typical_times(prompts: list[list[Generation]]) -> list[float]:
-    """Each prompt's generation time with every step at the typical cost of its kind: the median, over all
-    passes of these prompts, of the steps that did the same (one token decoded, N drafted tokens verified
-    by a drafter). The host is shared and its speed moves by 5-10 % from one second to the next; a median
-    over a thousand steps, taken alike for both paths while they alternate, moves far less than a whole pass
-    (`aa_noise` says how much), so what differs between the paths is what they do. Passes without step
-    timings (a server's) count whole: the fastest."""
-    by_kind: dict[str, list[float]] = defaultdict(list)
-    for gens in prompts:
-        for g in gens:
-            for k, s in zip(g.step_kind, g.step_s):
-                by_kind[k].append(s)
-    typical = {k: statistics.median(v) for k, v in by_kind.items()}
-    return [statistics.fmean(sum(typical[k] for k in g.step_kind) for g in gens)
-            if all(g.step_kind for g in gens) else min(g.gen_s for g in gens) for gens in prompts]
+def path_seconds(prompts: list[list[Generation]], side_by_side: bool) -> list[float]:
+    """Each prompt's generation time on one path. Run side by side, every pass of every path went through the
+    same moments of the host, so the mean of a path's passes is its figure; timed one after the other (two
+    servers), the fastest pass is the least disturbed."""
+    return [statistics.fmean(g.gen_s for g in gens) if side_by_side else min(g.gen_s for g in gens)
+            for gens in prompts]
+
+
+def aa_noise(plain: list[list[Generation]], again: list[list[Generation]]) -> float | None:
+    """How far two runs of plain decoding, side by side with the others, read apart (an A/A test): figures
+    closer than this are not told apart by this run."""
+    if not plain or not again:
+        return None
+    a, b = sum(path_seconds(plain, True)), sum(path_seconds(again, True))
+    return abs(a / b - 1) if b else None
 
 
 def _request(prompt, prefix: str, case: Case, max_tokens: int, **kw) -> GenerationRequest:
     return GenerationRequest(prompt.tokens, max_tokens=max_tokens, stop=prompt.stop,
                              language=case.document.language, left_text=prefix, **kw)
+
+
+def _path_request(prompt, prefix: str, case: Case, max_tokens: int, speculative: bool, fixed: int):
+    return _request(prompt, prefix, case, max_tokens, speculative=speculative, fixed_model_draft=fixed)
 
 
 def _divergence(engine: Engine, prompt, prefix, case, max_tokens, base: Generation, spec: Generation) -> dict:
@@ -90,20 +94,8 @@ def _divergence(engine: Engine, prompt, prefix, case, max_tokens, base: Generati
             "speculative": engine.target.detokenize(spec.tokens[i:i + 4])}
 
 
-def aa_noise(prompts: list[list[Generation]]) -> float | None:
-    """How far the figure of one path moves between two halves of its own passes (an A/A test): figures
-    closer than this are not told apart by this run. Each prompt's passes are dealt to the halves in turn,
-    starting with the other half from one prompt to the next."""
-    halves = [[[g for i, g in enumerate(gens) if (n + i) % 2 == h] for n, gens in enumerate(prompts)]
-              for h in (0, 1)]
-    if any(not p for half in halves for p in half):
-        return None      # a single pass has no halves
-    a, b = (sum(typical_times(half)) for half in halves)
-    return abs(a / b - 1) if b else None
-
-
-def _tok_s(gens: list[Generation]) -> float:
-    seconds = typical_times([gens])[0]
+def _tok_s(gens: list[Generation], side_by_side: bool) -> float:
+    seconds = path_seconds([gens], side_by_side)[0]
     return len(gens[0].tokens) / seconds if seconds else 0.0
 
 
@@ -141,69 +133,69 @@ def run_bench(engine: Engine, args) -> list[dict]:
     if args.llama_speculative and engine.draft is None:
         raise SystemExit("tandem: --llama-speculative needs the draft model")
     log = lambda s: print(s, file=sys.stderr, flush=True)
-    log(f"bench: {len(cases)} prompts, plain vs tandem{' vs fixed model draft' if with_model else ''}, "
-        f"{args.max_tokens} tokens max, {args.repeat} repetition(s)")
+    runner = engine if hasattr(engine, "run_pass") else SideBySide(engine, with_model)
+    log(f"bench: {len(cases)} prompts, {', '.join(runner.names)}{' side by side' if runner.side_by_side else ''}, "
+        f"{args.max_tokens} tokens max, {args.repeat} pass(es)")
     t_start = time.perf_counter()
     # warm-up: the first decode of a process pays for page faults and thread start
     warm, warm_prefix, _ = pipe.prompt_for(cases[0].document, cases[0].line, cases[0].col)
     engine.generate(_request(warm, warm_prefix, cases[0], 8, speculative=False))
-    for n, case in enumerate(cases, 1):
-        prompt, prefix, _ = pipe.prompt_for(case.document, case.line, case.col)
-        r = results.setdefault(case.category, CategoryResult(case.category))
-        r.prompts += 1
-        r.prompt_tokens += len(prompt.tokens)
-        # prompt evaluation is not part of generation speed (as in the article's table): done untimed, for
-        # the draft model too where it may be used, as the server's warm-up does while the user types
-        engine.prewarm(prompt.tokens, draft=with_model)
-        same = True
-        passes: dict = {False: [], True: [], "model": []}
-        state = _State(engine)
-        for rep in range(args.repeat):
-            # which of the two runs first alternates, so neither always gets the fresher caches
-            for speculative in ((False, True) if (n + rep) % 2 else (True, False)):
-                if speculative:
-                    state.rewind()
-                g = engine.generate(_request(prompt, prefix, case, args.max_tokens, speculative=speculative))
-                passes[speculative].append(g)
-                if speculative:
-                    state.passed()
-            # the output is the text: tokens past a stop string are generated but never shown
-            same = same and passes[False][-1].text == passes[True][-1].text
-            if with_model:
-                passes["model"].append(engine.generate(_request(prompt, prefix, case, args.max_tokens,
-                                                                speculative=True, fixed_model_draft=3)))
-        state.go_on()
-        base, spec = (max(passes[k], key=lambda g: g.tok_s) for k in (False, True))
-        for k, gens in passes.items():
-            if gens:
-                r.passes[k].append(gens)
-        r.spreads += [_spread(passes[False]), _spread(passes[True])]
-        for k, c in spec.drafters.items():
-            d = r.drafted.setdefault(k, [0, 0])
-            d[0] += c.drafted
-            d[1] += c.accepted
-        if args.llama_speculative:
-            ref = llama_reference.run(args.llama_speculative, engine, prompt.tokens, args.max_tokens)
-            r.llama.tokens += ref["tokens"]
-            r.llama.seconds += ref["seconds"]
-            if ref["acceptance"] is not None:
-                r.llama_accept.append(ref["acceptance"])
-        if same:
-            r.identical += 1
-        else:
-            r.divergences.append(_divergence(engine, prompt, prefix, case, args.max_tokens, base, spec))
-        used = ", ".join(f"{k} {c.accepted}/{c.drafted}" for k, c in spec.drafters.items()) or "no drafts"
-        log(f"[{n}/{len(cases)}] {case.category}/{case.name}: {len(base.tokens)} tokens, "
-            f"plain {_tok_s(passes[False]):.1f} tok/s, tandem {_tok_s(passes[True]):.1f} tok/s ({used}, "
-            f"{spec.steps} steps, {spec.near_ties} near-ties re-decoded){'' if same else ', DIVERGED'}")
+    try:
+        passes_run = 0
+        for n, case in enumerate(cases, 1):
+            prompt, prefix, _ = pipe.prompt_for(case.document, case.line, case.col)
+            r = results.setdefault(case.category, CategoryResult(case.category))
+            r.prompts += 1
+            r.prompt_tokens += len(prompt.tokens)
+            # prompt evaluation is not part of generation speed (as in the article's table): done untimed, for
+            # the draft model too where it may be used, as the server's warm-up does while the user types
+            runner.prewarm(prompt.tokens)
+            requests = partial(_path_request, prompt, prefix, case, args.max_tokens)
+            passes: dict = {name: [] for name in runner.names}
+            same = True
+            state = _State(engine)
+            for _ in range(args.repeat):
+                state.rewind()
+                got = runner.run_pass(requests, passes_run)
+                passes_run += 1
+                state.passed()
+                for name, g in got.items():
+                    passes[name].append(g)
+                # the output is the text: tokens past a stop string are generated but never shown
+                same = same and got[PLAIN].text == got[TANDEM].text
+            state.go_on()
+            base, spec = (max(passes[k], key=lambda g: g.tok_s) for k in (PLAIN, TANDEM))
+            for k, gens in passes.items():
+                r.passes.setdefault(k, []).append(gens)
+            r.spreads += [_spread(passes[PLAIN]), _spread(passes[TANDEM])]
+            for k, c in spec.drafters.items():
+                d = r.drafted.setdefault(k, [0, 0])
+                d[0] += c.drafted
+                d[1] += c.accepted
+            if args.llama_speculative:
+                ref = llama_reference.run(args.llama_speculative, engine, prompt.tokens, args.max_tokens)
+                r.llama.tokens += ref["tokens"]
+                r.llama.seconds += ref["seconds"]
+                if ref["acceptance"] is not None:
+                    r.llama_accept.append(ref["acceptance"])
+            if same:
+                r.identical += 1
+            else:
+                r.divergences.append(_divergence(engine, prompt, prefix, case, args.max_tokens, base, spec))
+            used = ", ".join(f"{k} {c.accepted}/{c.drafted}" for k, c in spec.drafters.items()) or "no drafts"
+            plain_tok_s, tandem_tok_s = (_tok_s(passes[k], runner.side_by_side) for k in (PLAIN, TANDEM))
+            log(f"[{n}/{len(cases)}] {case.category}/{case.name}: {len(base.tokens)} tokens, "
+                f"plain {plain_tok_s:.1f} tok/s, tandem {tandem_tok_s:.1f} tok/s ({used}, {spec.steps} steps, {spec.near_ties} near-ties re-decoded){'' if same else ', DIVERGED'}")
+    finally:
+        if runner is not engine:
+            runner.close()
 
     rows = []
     for cat, r in results.items():
-        # the machine is shared: each path's figure is its steps at their typical cost, the spread its noise
-        for tally, k in ((r.base, False), (r.spec, True), (r.model, "model")):
-            for gens, seconds in zip(r.passes[k], typical_times(r.passes[k])):
+        for tally, k in ((r.base, PLAIN), (r.spec, TANDEM), (r.model, MODEL)):
+            for gens, seconds in zip(r.passes.get(k, []), path_seconds(r.passes.get(k, []), runner.side_by_side)):
                 tally.add(len(gens[0].tokens), seconds)
-        noise = [x for x in (aa_noise(r.passes[False]), aa_noise(r.passes[True])) if x is not None]
+        noise = aa_noise(r.passes[PLAIN], r.passes.get(AGAIN, []))
         acc = {k: round(a / d, 3) if d else None for k, (d, a) in r.drafted.items()}
         row = {"category": cat, "label": CATEGORIES.get(cat, cat), "prompts": r.prompts,
                "tokens": r.base.tokens, "baseline_tok_s": round(r.base.tok_s, 2),
@@ -213,7 +205,7 @@ def run_bench(engine: Engine, args) -> list[dict]:
                "identical": round(r.identical / r.prompts, 3), "divergences": r.divergences,
                "mean_prompt_tokens": round(r.prompt_tokens / r.prompts), "passes": args.repeat,
                "spread": round(max(r.spreads, default=0.0), 4),
-               "aa_noise": round(max(noise), 4) if noise else None}
+               "aa_noise": round(noise, 4) if noise is not None else None}
         if args.llama_speculative:
             row["llama_speculative_tok_s"] = round(r.llama.tok_s, 2)
             row["llama_speculative_speedup"] = round(r.llama.tok_s / r.base.tok_s, 3) if r.base.tok_s else 0.0

@@ -294,8 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--categories", help="comma-separated subset of categories")
     b.add_argument("--limit", type=int, default=0, help="at most N prompts per category")
     b.add_argument("--max-tokens", type=int, default=64)
-    b.add_argument("--repeat", type=int, default=3, help="timed passes of each prompt and path, alternating; the "
-                   "fastest of each counts, the others give the spread (default 3)")
+    b.add_argument("--repeat", type=int, default=3, help="timed passes of each prompt, the paths side by side (a "
+                   "step each in turn); their mean counts, their range is the spread (default 3)")
     b.add_argument("--with-model-draft", action="store_true",
                    help="also run a fixed draft-model speculation (k=3, like llama.cpp's default) per prompt")
     b.add_argument("--llama-speculative", metavar="BIN",

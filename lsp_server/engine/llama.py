@@ -180,20 +180,39 @@ class LlamaModel(Vocabulary):
         if not self.model:
             raise ModelFileError(f"{path}: llama.cpp could not load this model file: "
                                  + ("; ".join(recent_errors[-3:]) or "no reason given"))
+        self._weights_of: LlamaModel | None = None   # None: these weights are this object's own
+        self.n_threads = n_threads
+        try:
+            self._open_context()
+        except ModelFileError:
+            llama_cpp.llama_model_free(self.model)
+            raise
+        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
+
+    def another_context(self) -> LlamaModel:
+        """A second context (its own KV cache, tokens and batch) on these same weights in memory. Two copies of
+        the weights run 1-2 % apart on this host (where each landed in memory), so paths compared side by side
+        share one. Close it before the model it came from."""
+        twin = object.__new__(LlamaModel)
+        for k in ("path", "name", "n_ctx", "n_batch", "file_state", "model", "vocab", "n_vocab", "n_threads"):
+            setattr(twin, k, getattr(self, k))
+        twin._weights_of = self
+        twin._open_context()
+        return twin
+
+    def _open_context(self) -> None:
         cp = llama_cpp.llama_context_default_params()
-        cp.n_ctx = n_ctx
-        cp.n_batch = n_batch
-        cp.n_ubatch = n_batch
+        cp.n_ctx = self.n_ctx
+        cp.n_batch = self.n_batch
+        cp.n_ubatch = self.n_batch
         cp.n_seq_max = 1
-        cp.n_threads = n_threads
-        cp.n_threads_batch = n_threads
+        cp.n_threads = self.n_threads
+        cp.n_threads_batch = self.n_threads
         cp.no_perf = True
         self.ctx = llama_cpp.llama_init_from_model(self.model, cp)
         if not self.ctx:
-            llama_cpp.llama_model_free(self.model)
-            raise ModelFileError(f"{path}: llama.cpp could not create a context (n_ctx={n_ctx})")
-        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
-        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
+            raise ModelFileError(f"{self.path}: llama.cpp could not create a context (n_ctx={self.n_ctx})")
         self.mem = llama_cpp.llama_get_memory(self.ctx)
         # a cancellable decode installs this so llama.cpp stops between graph nodes, not after the whole batch;
         # the reference is kept because llama.cpp holds only the C pointer
@@ -201,7 +220,7 @@ class LlamaModel(Vocabulary):
         self._abort_end = 0
         self._abort_cb = llama_cpp.ggml_abort_callback(
             lambda _data: bool(self._abort_on is not None and _stops_at(self._abort_on, self._abort_end)))
-        self.batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self.batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
         self.tokens: list[int] = []
         self.counters = ModelCounters()
         self._pieces: dict[int, bytes] = {}
@@ -421,7 +440,8 @@ class LlamaModel(Vocabulary):
         if getattr(self, "ctx", None):
             llama_cpp.llama_batch_free(self.batch)
             llama_cpp.llama_free(self.ctx)
-            llama_cpp.llama_model_free(self.model)
+            if self._weights_of is None:
+                llama_cpp.llama_model_free(self.model)
             self.ctx = None
 
     def __del__(self):

@@ -32,6 +32,8 @@ class GenerationRequest:
     # is a comment before the code line, or the line opens a block whose body must follow)
     goes_on: Callable[[str], bool] | None = None
     keep: int = 0                  # the prompt's first tokens worth a place in the KV store (a page's text)
+    # called after each step, its time not counted: the bench runs paths side by side, a step each in turn
+    between_steps: Callable[[], None] | None = None
 
 
 @dataclass
@@ -170,7 +172,7 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
     margin = last_gap if record else None
     steps, near_ties, reason = 0, 0, None
     trace = log.isEnabledFor(logging.DEBUG)
-    ticks, kinds = [t_gen], []
+    t_step, step_s, kinds, paused = t_gen, [], [], 0.0
     while True:
         kind = "end"
         reason = out.emit(tok, margin)
@@ -179,7 +181,7 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         if cancel is not None and cancel.is_set():
             reason = "cancelled"
             break
-        if req.time_budget_s is not None and time.perf_counter() - t_gen > req.time_budget_s:
+        if req.time_budget_s is not None and time.perf_counter() - t_gen - paused > req.time_budget_s:
             reason = "time"
             break
         if ngram:
@@ -221,16 +223,22 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
             req.on_text(out.text, len(out.tokens))
         tok, last_gap = next_tok, margins[-1]
         margin = last_gap if record else None
-        ticks.append(time.perf_counter())
+        now = time.perf_counter()
+        step_s.append(now - t_step)
         kinds.append(kind)
+        t_step = now
+        if req.between_steps is not None:
+            req.between_steps()
+            t_step = time.perf_counter()
+            paused += t_step - now
 
     t_end = time.perf_counter()
-    ticks.append(t_end)
+    step_s.append(t_end - t_step)
     kinds.append(kind)
     return Generation(text=out.text, tokens=out.tokens, stop_reason=reason, prompt_tokens=len(req.tokens),
-                      prompt_reused=reused, prompt_s=t_gen - t0, gen_s=t_end - t_gen, steps=steps,
+                      prompt_reused=reused, prompt_s=t_gen - t0, gen_s=t_end - t_gen - paused, steps=steps,
                       drafters=counts, margins=out.margins, near_ties=near_ties, prompt_restored=restored,
-                      prompt_computed=computed, step_s=[b - a for a, b in zip(ticks, ticks[1:])], step_kind=kinds)
+                      prompt_computed=computed, step_s=step_s, step_kind=kinds)
 
 
 def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, last_gap: float,

@@ -1,0 +1,137 @@
+"""Generations run side by side, a step each in turn, so that every path is timed through the same moments.
+
+This host's speed drifts by ~10 % over seconds (other tenants), and consecutive whole passes of one prompt
+differ as much: alternating whole passes leaves 1-4 % between two runs of the same code. Taking turns step by
+step (each path its own model context, one step at a time), what the host does in any second falls on all
+paths alike, and what differs between their sums is what they do."""
+from __future__ import annotations
+
+import itertools
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable
+
+from ..engine.acceptance import AcceptanceStats
+from ..engine.controller import Controller
+from ..engine.drafters import ModelDrafter
+from ..engine.speculative import Generation, GenerationRequest, generate
+
+# a path's generation, given the call that hands the turn on after each of its steps
+Job = Callable[[Callable[[], None]], Generation]
+
+
+class Rotation:
+    """Whose turn it is. A path holds the turn from when its wait returns until it calls `step` (the next
+    path's turn, then waits for its own again) or `leave` (done: the others go on without it)."""
+
+    def __init__(self, names):
+        self._order = list(names)
+        self._turn = 0
+        self._cv = threading.Condition()
+
+    def _mine(self, name: str) -> bool:
+        return bool(self._order) and self._order[self._turn] == name
+
+    def wait(self, name: str) -> None:
+        with self._cv:
+            self._cv.wait_for(lambda: self._mine(name))
+
+    def step(self, name: str) -> None:
+        with self._cv:
+            self._turn = (self._turn + 1) % len(self._order)
+            self._cv.notify_all()
+            self._cv.wait_for(lambda: self._mine(name))
+
+    def leave(self, name: str) -> None:
+        with self._cv:
+            i = self._order.index(name)
+            del self._order[i]
+            if self._order:
+                self._turn = (self._turn - (i < self._turn)) % len(self._order)
+            self._cv.notify_all()
+
+
+def side_by_side(jobs: dict[str, Job]) -> dict[str, Generation]:
+    """Run the jobs in turn, a step each, in the order given; an error in one ends its turns and is raised
+    once all have ended."""
+    rotation = Rotation(jobs)
+
+    def run(name: str, job: Job) -> Generation:
+        rotation.wait(name)
+        try:
+            return job(lambda: rotation.step(name))
+        finally:
+            rotation.leave(name)
+
+    with ThreadPoolExecutor(len(jobs), thread_name_prefix="bench-path") as pool:
+        futures = {name: pool.submit(run, name, job) for name, job in jobs.items()}
+        return {name: f.result() for name, f in futures.items()}
+
+
+PLAIN, AGAIN, TANDEM, MODEL = "plain", "plain again", "tandem", "model"
+# a path's request: (speculative, fixed model draft length) -> the request
+Requests = Callable[[bool, int], GenerationRequest]
+
+
+@dataclass
+class _Path:
+    speculative: bool
+    controller: Controller
+    drafters: tuple = (None, None, None)      # n-gram, model, template
+    fixed: int = 0
+
+
+class SideBySide:
+    """The in-process engine's paths for the bench: plain decoding, plain decoding again (the A/A check: the
+    same code, so what it reads apart is what this run cannot tell), Tandem (the engine's own controller and
+    drafters) and, asked for, a fixed draft of the draft model. Each has its own target context on the one
+    copy of the weights; the contexts go round the paths from pass to pass, and so does who steps first, so
+    neither a context's place in memory nor its place in the turn favours a path."""
+
+    side_by_side = True
+
+    def __init__(self, engine, with_model: bool):
+        self.engine = engine
+
+        def own() -> Controller:
+            # the comparison paths learn nothing that the Tandem path would then use
+            return Controller(engine.costs.snapshot(), AcceptanceStats(None), engine.cfg.draft_min,
+                              engine.cfg.draft_max)
+
+        self.paths = {PLAIN: _Path(False, own()), AGAIN: _Path(False, own()),
+                      TANDEM: _Path(engine.cfg.speculation, engine.controller,
+                                    (engine.ngram, engine.model_drafter, engine.template))}
+        self._draft_twin = None
+        if with_model:
+            self._draft_twin = engine.draft.another_context()
+            self.paths[MODEL] = _Path(True, own(), (None, ModelDrafter(self._draft_twin), None), fixed=3)
+        self.contexts = [engine.target] + [engine.target.another_context() for _ in range(len(self.paths) - 1)]
+        self.names = list(self.paths)
+
+    def prewarm(self, tokens: list[int]) -> None:
+        self.engine.prewarm(tokens, draft=self._draft_twin is not None)
+        for m in self.contexts[1:] + ([self._draft_twin] if self._draft_twin is not None else []):
+            m.prefill(tokens)
+
+    def run_pass(self, requests: Requests, n: int) -> dict[str, Generation]:
+        """Pass n of every path, side by side."""
+        orders = list(itertools.permutations(self.names))
+        jobs = {}
+        for name in orders[n % len(orders)]:
+            path = self.paths[name]
+            ctx = self.contexts[(self.names.index(name) + n) % len(self.contexts)]
+            jobs[name] = partial(self._generate, path, ctx, requests(path.speculative, path.fixed))
+        return side_by_side(jobs)
+
+    @staticmethod
+    def _generate(path: _Path, ctx, req: GenerationRequest, hand_on) -> Generation:
+        req.speculative, req.fixed_model_draft, req.between_steps = path.speculative, path.fixed, hand_on
+        ngram, model, template = path.drafters
+        return generate(ctx, path.controller, req, None, ngram, model, template)
+
+    def close(self) -> None:
+        for ctx in self.contexts[1:] + [self._draft_twin]:
+            if ctx is not None:
+                ctx.close()
