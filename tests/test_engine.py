@@ -48,13 +48,6 @@ def test_speculative_output_equals_plain_greedy(engine, pipeline, cheap_verifica
         spec = engine.generate(GenerationRequest(prompt.tokens, speculative=True, **req))
         drafted += sum(c.drafted for c in spec.drafters.values())
         compared += 1
-        # the step timings the bench reads: one per step, kinds that say what each did, summing to the whole
-        for g in (plain, spec):
-            assert len(g.step_s) == len(g.step_kind) in (g.steps, g.steps + 1)
-            assert sum(g.step_s) == pytest.approx(g.gen_s, rel=1e-6)
-        assert set(plain.step_kind) <= {"1", "end"}
-        assert sum(int(k.split(":")[1].rstrip("~")) for k in spec.step_kind if ":" in k) == \
-            sum(c.drafted for c in spec.drafters.values())
         assert len(plain.tokens) > 0
         if plain.text != spec.text:
             i = next((k for k, (a, b) in enumerate(zip(plain.tokens, spec.tokens)) if a != b),
@@ -105,8 +98,7 @@ def test_paths_side_by_side_on_contexts_of_one_copy_of_the_weights(engine, pipel
     assert got["twin"].text == alone.text == got["own"].text
     assert order[:4] == ["twin", "own", "twin", "own"]
     for name, g in got.items():
-        assert waits[name] >= 0.02 * (len(g.step_s) - 1)
-        assert sum(g.step_s) == pytest.approx(g.gen_s, rel=1e-6)
+        assert waits[name] >= 0.02 * (g.steps - 1)
         # counted in, the waits would make a path's time the whole wall time
         assert g.gen_s + waits[name] <= wall
     # the engine's own context is unharmed by the closed twin

@@ -185,7 +185,8 @@ def run_bench(engine: Engine, args) -> list[dict]:
             used = ", ".join(f"{k} {c.accepted}/{c.drafted}" for k, c in spec.drafters.items()) or "no drafts"
             plain_tok_s, tandem_tok_s = (_tok_s(passes[k], runner.side_by_side) for k in (PLAIN, TANDEM))
             log(f"[{n}/{len(cases)}] {case.category}/{case.name}: {len(base.tokens)} tokens, "
-                f"plain {plain_tok_s:.1f} tok/s, tandem {tandem_tok_s:.1f} tok/s ({used}, {spec.steps} steps, {spec.near_ties} near-ties re-decoded){'' if same else ', DIVERGED'}")
+                f"plain {plain_tok_s:.1f} tok/s, tandem {tandem_tok_s:.1f} tok/s ({used}, {spec.steps} steps, "
+                f"{spec.near_ties} near-ties re-decoded){'' if same else ', DIVERGED'}")
     finally:
         if runner is not engine:
             runner.close()

@@ -127,7 +127,7 @@ class SideBySide:
 
     @staticmethod
     def _generate(path: _Path, ctx, req: GenerationRequest, hand_on) -> Generation:
-        req.speculative, req.fixed_model_draft, req.between_steps = path.speculative, path.fixed, hand_on
+        req.between_steps = hand_on
         ngram, model, template = path.drafters
         return generate(ctx, path.controller, req, None, ngram, model, template)
 

@@ -62,10 +62,6 @@ class Generation:
     near_ties: int = 0            # verify rows decided again by one-token decoding
     prompt_restored: int = 0      # of the reused prompt tokens, those whose state came back from the KV store
     prompt_computed: int = 0      # prompt tokens actually evaluated (a cancelled prefill stops part way)
-    step_s: list[float] = field(default_factory=list)   # wall time of each step (with the final emit); sum = gen_s
-    # what each step did: "1" (one token decoded), "DRAFTER:N" (N drafted tokens verified), "~" after either
-    # when a near-tie was decoded again, "end" (the final emit alone)
-    step_kind: list[str] = field(default_factory=list)
 
     @property
     def tok_s(self) -> float:
@@ -172,9 +168,8 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
     margin = last_gap if record else None
     steps, near_ties, reason = 0, 0, None
     trace = log.isEnabledFor(logging.DEBUG)
-    t_step, step_s, kinds, paused = t_gen, [], [], 0.0
+    paused = 0.0
     while True:
-        kind = "end"
         reason = out.emit(tok, margin)
         if reason:
             break
@@ -194,7 +189,6 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         drafted = draft.tokens[:n] if n else []
 
         v = _verify(target, [tok] + drafted)
-        kind = (f"{draft.drafter}:{n}" if n else "1") + ("~" if v.near_tie else "")
         controller.costs.observe_target(n + 1, v.seconds)
         if speculate:
             controller.observe_step(v.seconds, plan, v.accepted, draft.cost_s if n else 0.0)
@@ -223,22 +217,16 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
             req.on_text(out.text, len(out.tokens))
         tok, last_gap = next_tok, margins[-1]
         margin = last_gap if record else None
-        now = time.perf_counter()
-        step_s.append(now - t_step)
-        kinds.append(kind)
-        t_step = now
         if req.between_steps is not None:
+            t_wait = time.perf_counter()
             req.between_steps()
-            t_step = time.perf_counter()
-            paused += t_step - now
+            paused += time.perf_counter() - t_wait
 
     t_end = time.perf_counter()
-    step_s.append(t_end - t_step)
-    kinds.append(kind)
     return Generation(text=out.text, tokens=out.tokens, stop_reason=reason, prompt_tokens=len(req.tokens),
                       prompt_reused=reused, prompt_s=t_gen - t0, gen_s=t_end - t_gen - paused, steps=steps,
                       drafters=counts, margins=out.margins, near_ties=near_ties, prompt_restored=restored,
-                      prompt_computed=computed, step_s=step_s, step_kind=kinds)
+                      prompt_computed=computed)
 
 
 def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, last_gap: float,
