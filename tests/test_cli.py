@@ -61,6 +61,12 @@ def test_bench_writes_the_table_json_and_chart(tmp_path):
     assert chart.read_text().startswith("<svg")
 
 
+def test_bench_refuses_a_repeat_below_one():
+    out = run("bench", "--repeat", "0", "--no-memory")
+    assert out.returncode == 2 and "--repeat must be at least 1 (got 0)" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_replay_types_a_session_against_the_real_server(tmp_path):
     out = tmp_path / "replay.json"
     r = subprocess.run(tandem_cmd() + ["replay", "--only", "order_service.go", "--limit-chars", "30",
