@@ -198,6 +198,12 @@ def _bench_remote(args, run_bench) -> None:
 
 
 def cmd_eval(args) -> None:
+    if args.suite == "safim":
+        from ..bench.safim import cli_main as run_safim
+        return run_safim(args, _load_engine, _die)
+    if args.suite == "real":
+        from ..bench.real import cli_main as run_real
+        return run_real(args, _load_engine, _die)
     from ..bench.humaneval import load_tasks, default_data, run_eval
     try:
         load_tasks(args.data or default_data())   # a bad data file fails before the models load
@@ -308,7 +314,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_bench, stats="")
 
     e = sub.add_parser("eval", help="completion quality: HumanEval infilling, scored by running its tests")
-    e.add_argument("suite", choices=("humaneval",))
+    e.add_argument("suite", choices=("humaneval", "safim", "real"),
+                   help="humaneval: HumanEval infilling; safim: SAFIM blocks, control flow and API calls (tests run); "
+                        "real: holes cut in real projects' files (exact match, edit similarity, parses)")
+    e.add_argument("--half", choices=("tune", "confirm", "all"), default="all",
+                   help="the development data's half, split by problem or project: tune on one, confirm on the other")
     e.add_argument("--data", metavar="PATH", help="a JSONL file of tasks, gzip or not (default: "
                    "../shared/data/humaneval-single-line.jsonl.gz, else the copy in fixtures/humaneval)")
     e.add_argument("--limit", type=int, default=0, help="at most N tasks (default: all)")
@@ -325,6 +335,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--suffix-tokens-in-block", type=int, help="the pipeline's suffix budget where code of the "
                    "cursor's block follows (default: the server's, 64)")
     e.add_argument("--skip", nargs="*", choices=("raw", "plain", "pipeline", "tab"), help="answers not to compute")
+    from ..bench import real, safim
+    safim.add_arguments(e)
+    real.add_arguments(e)
     add_engine_options(e)
     e.set_defaults(func=cmd_eval, stats="")
     return p

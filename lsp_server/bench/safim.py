@@ -1,0 +1,10 @@
+"""`tandem eval safim` (being written)."""
+from __future__ import annotations
+
+
+def add_arguments(parser) -> None:
+    """This suite's own options of `tandem eval` (prefixed --safim-...)."""
+
+
+def cli_main(args, load_engine, die) -> None:
+    die("tandem eval safim: not built yet")
