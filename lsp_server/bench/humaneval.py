@@ -16,6 +16,7 @@ import gzip
 import json
 import os
 import random
+import re
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,6 +30,7 @@ from ..prompt import PromptBudget, PromptParts, build_prompt
 from ..service.scheduler import budget_of
 from ..service.settings import Settings
 from ..service.stats import percentile
+from .halves import in_half
 from .sandbox import Sandbox
 from .tab import TabUntilDone
 
@@ -117,6 +119,13 @@ def load_tasks(path: str | Path) -> list[Task]:
     if not tasks:
         raise ValueError(f"{path}: no tasks in it")
     return tasks
+
+
+def problem_of(task_id: str) -> str:
+    """The problem a task comes from (`HumanEval/19` of `MultiLineInfilling/HumanEval/19/L0_L2`): the unit the
+    halves split by."""
+    m = re.search(r"HumanEval/\d+", task_id)
+    return m.group() if m else task_id
 
 
 def select(tasks: list[Task], limit: int, seed: int | None) -> list[Task]:
@@ -274,7 +283,8 @@ def _pct(x: int, n: int) -> str:
 
 def run_eval(engine: Engine, args) -> dict:
     data = Path(args.data) if args.data else default_data()
-    tasks = select(load_tasks(data), args.limit, args.seed)
+    half = getattr(args, "half", "all") or "all"
+    tasks = select([t for t in load_tasks(data) if in_half(problem_of(t.task_id), half)], args.limit, args.seed)
     if getattr(args, "tasks", None):
         tasks = [t for t in tasks if any(t.task_id.endswith(want) for want in args.tasks)]
         if not tasks:
@@ -346,6 +356,7 @@ def run_eval(engine: Engine, args) -> dict:
 def _report(data, tasks, tallies, results, differ, ev: Evaluator, args, partial: bool = False) -> dict:
     return {
         "data": str(data), "tasks": len(tasks), "partial": partial, "limit": args.limit, "seed": args.seed,
+        "half": getattr(args, "half", "all") or "all",
         "target": ev.engine.target.path, "draft": ev.engine.draft.path if ev.engine.draft else None,
         "suffix_tokens": ev.settings.suffix_tokens, "suffix_tokens_in_block": ev.settings.suffix_tokens_in_block,
         "max_tokens_raw": ev.max_tokens_raw,
