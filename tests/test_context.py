@@ -32,6 +32,13 @@ def test_mode_no_completion_with_text_right_of_the_cursor():
     assert decide("f(a, ", ");\n", "typescript").complete
 
 
+def test_mode_a_condition_with_its_block_brace_right_of_the_cursor_is_one_line():
+    # SAFIM's control-flow holes: `if (|) {`, `while (|) {`; text after the brace still says no
+    m = decide("int f(int a) {\n    if (", ") {\n        return 1;\n    }\n}\n", "cpp")
+    assert (m.complete, m.multiline, m.why) == (True, False, "mid-statement")
+    assert not decide("int f(int a) {\n    for (int i = 0; ", "; i++) {\n    }\n}\n", "cpp").complete
+
+
 def test_mode_multi_line_after_a_block_opener_and_in_an_empty_block():
     assert decide("def f(a):\n    ", "\n", "python").multiline
     assert decide("func f() {\n\t", "\n}\n", "go").multiline

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from ..context.names import bound_names
 
 # how a line that opens a block ends, per language (a Python line may end in a comment after the colon)
-BRACE_LANGUAGES = {"typescript", "tsx", "javascript", "go", "rust", "java", "c", "cpp", "c_sharp", "kotlin",
+BRACE_LANGUAGES = {"typescript", "tsx", "javascript", "go", "rust", "java", "c", "cpp", "c_sharp", "csharp", "kotlin",
                    "swift", "php", "scala", "dart"}
 # how many more lines a one-line completion may take to bind the names the code below needs (see line_end)
 DEFINING_LINES = 3

@@ -1,5 +1,6 @@
 """Drop closing brackets at the end of the completion that the suffix already starts with (the classic
-duplicated `)` or `})`), but only brackets the completion did not open itself."""
+duplicated `)` or `})`), but only brackets the completion did not open itself; with them the brace of the
+statement's block where the line right of the cursor ends with it (`if (a > 0|) {`)."""
 
 from .around import Around
 
@@ -29,6 +30,9 @@ def apply(completion: str, around: Around) -> str:
         if completion[start:] != head[:i]:
             continue
         chars = range(start, len(completion))
-        if all(j in unmatched or completion[j] in " \t" for j in chars) and any(j in unmatched for j in chars):
+        # the statement's block brace, where the line right of the cursor ends with it (`if (|) {`)
+        brace = len(completion) - 1 if i == len(head.rstrip()) and head.rstrip().endswith("{") else -1
+        if all(j in unmatched or j == brace or completion[j] in " \t" for j in chars) \
+                and any(j in unmatched for j in chars):
             best = i
     return completion[:-best] if best else completion
