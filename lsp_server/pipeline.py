@@ -30,6 +30,10 @@ class CompletionRequest:
     others: list[Document] = field(default_factory=list)   # the other open documents
     multiline: bool | None = None   # None: tree-sitter decides
     force: bool = False             # complete even where ghost text cannot be right
+    # the workspace root: the files the document imports are read from under it for their definitions, and the
+    # head names files relative to it (None: no context from disk)
+    root: str | None = None
+    recent: tuple = ()              # recently edited and viewed code of other files (context.ring.Chunk)
 
 
 @dataclass
@@ -136,7 +140,7 @@ class Pipeline:
         """The request after the context and prompt stages. `fast`: a short prompt of the nearest lines, for an
         answer now where the cached state covers too little of the page's prompt."""
         ctx = gather(req.document, req.line, req.col, req.others, self.index, self.budget.context_tokens,
-                     self.files_chosen, self.outlines)
+                     self.files_chosen, self.outlines, root=req.root, recent=req.recent)
         if req.multiline is not None:
             ctx.mode = Mode(True, req.multiline, "asked")
         return self._plan(req, ctx, fast)
@@ -144,8 +148,8 @@ class Pipeline:
     def near_fills(self, plan: Plan) -> list[list[int]]:
         """The pages next to the plan's, below and above, for filling ahead (see prompt.near_fills)."""
         ctx = plan.context
-        parts = PromptParts(ctx.prefix, ctx.suffix, path=plan.request.document.path, files=ctx.files,
-                            outline=ctx.outline, imports=ctx.imports)
+        parts = PromptParts(ctx.prefix, ctx.suffix, path=ctx.path or plan.request.document.path, repo=ctx.repo,
+                            files=ctx.files, outline=ctx.outline, imports=ctx.imports)
         return near_fills(self.segments, parts, self.budget)
 
     def plan_fast(self, plan: Plan, tokens: int | None = None) -> Plan:
@@ -162,8 +166,8 @@ class Pipeline:
         multiline = ctx.mode.multiline
         # a line that may take the lines binding the names below with it (postprocess.Around.line_end)
         max_tokens = req.max_tokens if multiline or ctx.mode.maybe_block or ctx.needs else req.max_tokens_single_line
-        parts = PromptParts(ctx.prefix, ctx.suffix, path=req.document.path, files=ctx.files, outline=ctx.outline,
-                            imports=ctx.imports)
+        parts = PromptParts(ctx.prefix, ctx.suffix, path=ctx.path or req.document.path, repo=ctx.repo,
+                            files=ctx.files, outline=ctx.outline, imports=ctx.imports)
         budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix))
         if ctx.needs and (reach := uses_end(ctx.suffix, ctx.needs)):
             want = min(NEEDS_SUFFIX_TOKENS, len(self.segments.tokenize(ctx.suffix[:reach])))

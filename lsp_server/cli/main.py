@@ -68,6 +68,7 @@ def _die_if_down(engine) -> None:
 
 def cmd_complete(args) -> None:
     from ..context import Document, DocumentError
+    from ..context.project import find_root
     from ..engine import ContextFullError
     from ..pipeline import CompletionRequest, Pipeline
     try:
@@ -75,6 +76,8 @@ def cmd_complete(args) -> None:
         doc.offset(args.line - 1, args.col - 1)   # check the position before loading models
     except DocumentError as e:
         _die(str(e))
+    # the project around the file: the nearest folder above it with a repository or a package manifest
+    root = None if args.no_project_context else find_root(args.file)
     engine, load_s = _load_engine(args, speculation=not args.no_spec)
     try:
         multiline = {"auto": None, "multi": True, "single": False}[args.lines]
@@ -82,7 +85,7 @@ def cmd_complete(args) -> None:
                                                         max_tokens=args.max_tokens,
                                                         max_tokens_single_line=args.max_tokens,
                                                         speculative=not args.no_spec, multiline=multiline,
-                                                        force=True))
+                                                        force=True, root=root))
     except ContextFullError as e:
         engine.close()
         _die(str(e), 1)
@@ -290,6 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--language", help="override the language guessed from the file name")
     c.add_argument("--lines", choices=("auto", "single", "multi"), default="auto",
                    help="one line or a block; auto: tree-sitter decides from the cursor's place (default)")
+    c.add_argument("--no-project-context", action="store_true",
+                   help="leave out the definitions the file imports from other files of its project (by default "
+                        "they are read from the nearest folder above it with .git, pyproject.toml, package.json, "
+                        "go.mod or Cargo.toml)")
     add_engine_options(c)
     c.set_defaults(func=cmd_complete)
 

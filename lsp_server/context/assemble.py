@@ -1,17 +1,22 @@
-"""Everything the prompt stage needs about a cursor, gathered from the document, its tree and the other open
-documents: prefix/suffix, the outline for a page that starts below the file's top, ranked snippets per page,
-and the completion mode."""
+"""Everything the prompt stage needs about a cursor, gathered from the document, its tree, the other open
+documents and, given the workspace root, the files the document imports on disk and the ring of recently
+edited and viewed code: prefix/suffix, the outline for a page that starts below the file's top, the other
+files' snippets for the repository-level head, and the completion mode."""
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
-from .document import Document
+from .document import Document, language_for_path
+from .exclude import Excluder, is_secret
 from .names import needed_names
 from .outline import enclosing_scopes, header_of, imports_above
-from .snippets import Definition, extract, rank_in
-from .syntax import parse
+from .project import IDENT, Near, Project, candidates, project_for, ranked, ranked_in_file
+from .ring import Chunk
+from .snippets import Definition, extract, names_near, rank_in
+from .syntax import byte_col, parse
 from .trigger import Mode, decide
 
 # rough characters per token, to pre-select snippets before the prompt stage counts exact tokens
@@ -31,6 +36,8 @@ class CursorContext:
     files: list[tuple[str, str]] = field(default_factory=list)
     imports: Callable[[int], str] | None = None              # imports(page start): the imports above it
     needs: frozenset[str] = frozenset()                      # names the code below uses, unbound above
+    path: str | None = None       # the document's path as the head names it (workspace-relative); None: its own
+    repo: str | None = None       # the repository's name in the head; None: the default
 
 
 class DocumentFiles:
@@ -41,6 +48,9 @@ class DocumentFiles:
     def __init__(self, limit: int = MAX_FILE_CHOICES):
         self.limit = limit
         self._chosen: OrderedDict[str, list[tuple[str, str]]] = OrderedDict()
+        # the choices made with the project around a document (project_files): one per document, with the
+        # scopes (functions) it serves
+        self._scoped: OrderedDict[str, ProjectChoice] = OrderedDict()
 
     def get(self, key: str, others: list[Document], choose: Callable[[], list[tuple[str, str]]]
             ) -> list[tuple[str, str]]:
@@ -55,7 +65,19 @@ class DocumentFiles:
         return files
 
     def __len__(self) -> int:
-        return len(self._chosen)
+        return len(self._chosen) + len(self._scoped)
+
+    def scoped(self, key: str) -> "ProjectChoice | None":
+        hit = self._scoped.get(key)
+        if hit is not None:
+            self._scoped.move_to_end(key)
+        return hit
+
+    def keep(self, key: str, choice: "ProjectChoice") -> None:
+        self._scoped[key] = choice
+        self._scoped.move_to_end(key)
+        while len(self._scoped) > self.limit:
+            self._scoped.popitem(last=False)
 
 
 def _still_there(path: str, text: str, others: list[Document]) -> bool:
@@ -136,7 +158,11 @@ def scopes_open_at_end(tree, text: str, indent_of_next: int) -> str:
 
 def gather(doc: Document, line: int, col: int, others: list[Document], index: DefinitionIndex,
            context_tokens: int, chosen: DocumentFiles | None = None,
-           outlines: PageOutlines | None = None) -> CursorContext:
+           outlines: PageOutlines | None = None, root: str | None = None,
+           recent: Sequence[Chunk] = ()) -> CursorContext:
+    """The context of a cursor. `root`: the workspace root, whose files the document imports are read from disk
+    for their definitions (None: none); `recent`: the ring's chunks of recently edited and viewed code. With
+    either, the head's files are chosen by project_files; without, from the other open documents only."""
     prefix, suffix = doc.split(line, col)
     tree = parse(doc.text, doc.language)   # once, for the mode
     mode = decide(prefix, suffix, doc.language, tree)
@@ -163,15 +189,211 @@ def gather(doc: Document, line: int, col: int, others: list[Document], index: De
         return above(start)[0]
 
     # definitions in another language are rarely what the code calls, and each costs prompt evaluation
-    others = [o for o in others if o.path != doc.path and family(o.language) == family(doc.language)]
+    others = [o for o in others if o.path != doc.path and not is_secret(o.path)]
+    same = [o for o in others if family(o.language) == family(doc.language)]
     files: list[tuple[str, str]] = []
-    if others and context_tokens > 0:
+    shown_path = repo = None
+    if root is not None or recent:
+        files, shown_path, repo = project_files(doc, line, col, prefix, suffix, tree, others, same, index,
+                                                context_tokens, chosen, root, recent)
+    elif same and context_tokens > 0:
         def choose() -> list[tuple[str, str]]:
-            defs = [d for o in others for d in index.definitions(o)]
-            return pack(rank_in(defs, doc.text), others, context_tokens)
-        files = chosen.get(doc.path, others, choose) if chosen is not None else choose()
+            defs = [d for o in same for d in index.definitions(o)]
+            return pack(rank_in(defs, doc.text), same, context_tokens)
+        files = chosen.get(doc.path, same, choose) if chosen is not None else choose()
     needs = needed_names(tree, len(prefix.encode("utf-8")), doc.language)
-    return CursorContext(prefix, suffix, doc.language, mode, outline, files, imports, needs)
+    return CursorContext(prefix, suffix, doc.language, mode, outline, files, imports, needs, shown_path, repo)
+
+
+# ---- the project around the document ---------------------------------------------------------------------------
+
+MAX_COVERED_SCOPES = 512
+RECENT_SCOPES = 3            # a new choice keeps serving the scopes visited last, as room allows
+MODULE_SCOPE_LINES = 40      # code outside any function: a scope per this many lines
+FILE_SEP_CHARS = 16          # what a file's entry costs beyond its path and text (tokens of <|file_sep|>, newlines)
+
+
+@dataclass(frozen=True)
+class Piece:
+    path: str         # the file (as the document list names it)
+    text: str
+    kind: str         # def | snippet | ring
+    order: int        # where in its file (line), for putting a file's pieces in file order
+
+
+@dataclass
+class ProjectChoice:
+    """What a document's head shows, and which of its scopes it serves: the head stays while the cursor moves
+    among them, and a scope whose nearby code uses imported definitions the head lacks makes a new choice."""
+    files: list[tuple[str, str]]
+    pieces: list[Piece]
+    covered: set[str] = field(default_factory=set)
+    nears: list[Near] = field(default_factory=list)   # those of the scopes served last, newest first
+    budget: int = 0
+
+
+def scope_of(tree, doc: Document, line: int, col: int) -> tuple[str, object | None]:
+    """A key for the scope around the cursor (the headers of the scopes it is in; outside every scope, a band of
+    lines) and the innermost function around it (a tree node, or None)."""
+    if tree is None:
+        return f"@{line // MODULE_SCOPE_LINES}", None
+    lines = doc.text.split("\n", line + 1)
+    here = lines[line] if line < len(lines) else ""
+    point = (line, byte_col(here, min(col, len(here))))
+    scopes = enclosing_scopes(tree, point)
+    if not scopes:
+        return f"@{line // MODULE_SCOPE_LINES}", None
+    source = doc.text.encode("utf-8")
+    key = "\n".join(header_of(n, source).strip() for n in scopes)
+    func = next((n for n in reversed(scopes) if "function" in n.type or "method" in n.type), None)
+    return key, func
+
+
+def near_of(prefix: str, suffix: str, func) -> Near:
+    """What the code around the cursor names: the lines around it and the function it is in."""
+    weights = names_near(prefix, suffix)
+    window = "\n".join(prefix.split("\n")[-30:]) + suffix[:2000]
+    text = window
+    if func is not None:
+        body = func.text.decode("utf-8", "replace")[:20000] if func.text is not None else ""
+        for name in IDENT.findall(body):
+            weights[name] = weights.get(name, 0.0) + 0.25
+        text = body + "\n" + window
+    return Near.of(weights, text, prefix[-200:])
+
+
+def project_files(doc: Document, line: int, col: int, prefix: str, suffix: str, tree, others: list[Document],
+                  same: list[Document], index: DefinitionIndex, context_tokens: int, chosen: DocumentFiles | None,
+                  root: str | None, recent: Sequence[Chunk]) -> tuple[list[tuple[str, str]], str | None, str | None]:
+    """The head's files with the project around the document: (files, the document's path as shown, repo)."""
+    project: Project | None = project_for(root) if root and os.path.isdir(root) else None
+    if project is not None and not project.inside(doc.path):
+        project = None
+    excluder = project.excluder if project is not None else Excluder(None)
+    shown = project.shown if project is not None else (lambda p: p)
+    shown_path = shown(doc.path) if project is not None else None
+    repo = os.path.basename(project.root) if project is not None else None
+    if context_tokens <= 0:
+        return [], shown_path, repo
+    same = [o for o in same if not excluder.excluded(o.path)]
+    open_texts = {os.path.abspath(o.path): o.text for o in others}
+    scope, func = scope_of(tree, doc, line, col)
+
+    def text_now(path: str) -> str | None:
+        if path in open_texts:
+            return open_texts[path]
+        return project.source(path) if project is not None and os.path.isabs(path) else None
+
+    choice = chosen.scoped(doc.path) if chosen is not None else None
+    if choice is not None and not (choice.budget == context_tokens and _valid(choice, text_now, same)):
+        choice = None
+    if choice is not None and scope in choice.covered:
+        return choice.files, shown_path, repo   # the same scope: the same head, nothing looked up
+    near = near_of(prefix, suffix, func)
+    cands = []
+    if project is not None:
+        cands = candidates(project, project.imports(os.path.abspath(doc.path), doc.text, doc.language, tree),
+                           open_texts)
+    if choice is not None:
+        # another scope: the head stays if it already shows what the code here uses
+        wanted = _near_pieces(cands, near, context_tokens * CHARS_PER_TOKEN, shown)
+        have = {(p.path, p.text) for p in choice.pieces}
+        if all((p.path, p.text) in have for p in wanted):
+            if len(choice.covered) < MAX_COVERED_SCOPES:
+                choice.covered.add(scope)
+            choice.nears = ([near] + choice.nears)[:RECENT_SCOPES]
+            return choice.files, shown_path, repo
+    nears = [near] + (choice.nears[:RECENT_SCOPES - 1] if choice is not None else [])
+    new = _choose(doc, cands, nears, same, index, recent, excluder, context_tokens, shown)
+    new.covered.add(scope)
+    if chosen is not None:
+        chosen.keep(doc.path, new)
+    return new.files, shown_path, repo
+
+
+def _def_piece(c) -> Piece:
+    d = c.definition
+    return Piece(d.path, d.text, "def", d.line)
+
+
+def _cost(piece: Piece, shown: Callable[[str], str]) -> int:
+    return len(piece.text) + len(shown(piece.path)) + FILE_SEP_CHARS
+
+
+def _near_pieces(cands, near: Near, room: float, shown) -> list[Piece]:
+    """The definitions the code near the cursor uses, as many as fit the room, best first."""
+    out = []
+    for _, _, c in ranked(cands, near):
+        piece = _def_piece(c)
+        if _cost(piece, shown) <= room:
+            out.append(piece)
+            room -= _cost(piece, shown)
+    return out
+
+
+def _choose(doc: Document, cands, nears: list[Near], same: list[Document], index: DefinitionIndex,
+            recent: Sequence[Chunk], excluder: Excluder, context_tokens: int, shown) -> ProjectChoice:
+    """Pieces by priority while they fit: the imported definitions used near the cursor (then near the scopes
+    visited last), the other open documents' definitions this one uses, the recently edited and viewed code of
+    other files, and the imported definitions the rest of the document uses."""
+    room = context_tokens * CHARS_PER_TOKEN
+    order: list[Piece] = []
+    for near in nears:
+        order += [_def_piece(c) for _, _, c in ranked(cands, near)]
+    imported = {c.definition.path for c in cands}
+    defs = [d for o in same if os.path.abspath(o.path) not in imported for d in index.definitions(o)]
+    for s in rank_in(defs, doc.text):
+        order.append(Piece(s.path, s.text, "snippet", doc_order(s.text, same, s.path)))
+    fam = family(doc.language)
+    for chunk in recent:
+        if chunk.path != doc.path and family(language_for_path(chunk.path)) == fam \
+                and not excluder.excluded(chunk.path):
+            order.append(Piece(chunk.path, chunk.text, "ring", chunk.start))
+    order += [_def_piece(c) for c in ranked_in_file(cands, doc.text)]
+    picked: list[Piece] = []
+    seen: set[tuple[str, str]] = set()
+    for piece in order:
+        if (piece.path, piece.text) in seen:
+            continue
+        if piece.kind == "ring" and any(p.path == piece.path and p.text in piece.text for p in picked):
+            continue   # a definition already shown: the chunk would show it twice
+        cost = _cost(piece, shown)
+        if cost > room:
+            continue
+        seen.add((piece.path, piece.text))
+        picked.append(piece)
+        room -= cost
+    return ProjectChoice(_entries(picked, shown), picked, budget=context_tokens, nears=nears)
+
+
+def _entries(picked: list[Piece], shown) -> list[tuple[str, str]]:
+    """One entry per file for definitions and snippets (in file order), one per ring chunk, in the order of
+    each one's first piece."""
+    groups: OrderedDict[tuple[str, int], list[Piece]] = OrderedDict()
+    for i, p in enumerate(picked):
+        key = (p.path, -1) if p.kind != "ring" else (p.path, i)
+        groups.setdefault(key, []).append(p)
+    return [(shown(path), "\n\n".join(p.text for p in sorted(ps, key=lambda p: p.order)))
+            for (path, _), ps in groups.items()]
+
+
+def _valid(choice: ProjectChoice, text_now: Callable[[str], str | None], same: list[Document]) -> bool:
+    """A choice stands while each of its definitions' and snippets' first lines is still in its file (a ring
+    chunk of a file that is open, too)."""
+    for p in choice.pieces:
+        if p.kind == "snippet":
+            if not _still_there(p.path, p.text, same):
+                return False
+            continue
+        src = text_now(os.path.abspath(p.path)) if os.path.isabs(p.path) else None
+        if src is None:
+            if p.kind == "ring":
+                continue
+            return False
+        first = next((l for l in p.text.split("\n") if l.strip()), "")
+        if first not in src:
+            return False
+    return True
 
 
 FAMILIES = {"typescript": "js", "tsx": "js", "javascript": "js", "c": "c", "cpp": "c"}

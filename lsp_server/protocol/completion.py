@@ -11,7 +11,7 @@ from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 from ..context import DocumentError
 from ..engine import ContextFullError
 from ..service import Answer
-from .documents import open_document, request_for, server_position
+from .documents import open_document, record, request_for, server_position
 from .server import TandemServer
 
 WORD_BEFORE = re.compile(r"[A-Za-z0-9_$]*$")
@@ -33,6 +33,7 @@ async def answer(ls: TandemServer, uri: str, pos: types.Position) -> tuple[Answe
     doc = open_document(ls, uri)
     line, col = server_position(doc, pos)
     req = request_for(ls, doc, line, col)
+    record(ls, doc, line, "view")
     try:
         ans = await ls.service.complete(uri, req)
     except DocumentError as e:

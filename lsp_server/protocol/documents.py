@@ -84,7 +84,21 @@ def server_position(doc: TextDocument, pos: types.Position) -> tuple[int, int]:
 def request_for(ls: TandemServer, doc: TextDocument, line: int, col: int) -> CompletionRequest:
     others = [snapshot(d) for u, d in ls.workspace.text_documents.items()
               if u != doc.uri and u not in ls.refused]
-    return CompletionRequest(snapshot(doc), line, col, others=others)
+    if not ls.settings.project_context:
+        return CompletionRequest(snapshot(doc), line, col, others=others)
+    return CompletionRequest(snapshot(doc), line, col, others=others, root=ls.workspace_root,
+                             recent=ls.ring.chunks())
+
+
+def record(ls: TandemServer, doc: TextDocument, line: int, kind: str, end: int | None = None) -> None:
+    """Put the lines around `line` (or lines line..end) of a document in the ring of recent code."""
+    if doc.uri in ls.refused or not ls.settings.project_context:
+        return
+    path = to_fs_path(doc.uri) or doc.uri
+    if end is None:
+        ls.ring.add(path, doc.source, line, kind)
+    else:
+        ls.ring.add_range(path, doc.source, line, end + 1, kind)
 
 
 def register(server: TandemServer) -> None:
@@ -106,6 +120,7 @@ def register(server: TandemServer) -> None:
             return
         last = params.content_changes[-1]
         if isinstance(last, types.TextDocumentContentChangePartial):
+            record(ls, doc, last.range.start.line, "edit")
             # the cursor is where the last change's inserted text ends
             lines = last.text.split("\n")
             line = last.range.start.line + len(lines) - 1
@@ -135,7 +150,22 @@ def register(server: TandemServer) -> None:
             l, c = server_position(doc, types.Position(line=line, character=char))
         except Exception:
             return
+        record(ls, doc, l, "view")
         ls.service.cursor_moved(uri, request_for(ls, doc, l, c))
+
+    @server.feature("tandem/visibleRanges")
+    def visible_ranges(ls: TandemServer, params):
+        """The lines an editor shows of a document ({uri, ranges: [{start, end}]}): recent code for the other
+        documents' prompts. A notification: bad params are ignored."""
+        get = (lambda o, k: o.get(k) if isinstance(o, dict) else getattr(o, k, None))
+        uri, ranges = get(params, "uri"), get(params, "ranges")
+        if not isinstance(uri, str) or uri not in ls.workspace.text_documents or not isinstance(ranges, list):
+            return
+        doc = ls.workspace.get_text_document(uri)
+        for r in ranges[:8]:
+            start, end = get(get(r, "start") or {}, "line"), get(get(r, "end") or {}, "line")
+            if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (start, end)) and end >= start:
+                record(ls, doc, start, "view", end)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TandemServer, params: types.DidCloseTextDocumentParams):

@@ -15,6 +15,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification
 
 from .. import __version__
+from ..context.ring import Ring
 from ..service import CompletionService, Settings
 
 log = logging.getLogger("tandem.server")
@@ -98,6 +99,7 @@ class TandemServer(LanguageServer):
         self.settings = Settings()
         self.refused: dict[str, str] = {}      # uri -> why this document is not completed (too large, binary)
         self.workspace_root: str | None = None
+        self.ring = Ring()                     # recently edited and viewed code, for other documents' prompts
         self.load_task: asyncio.Task | None = None
 
     def report_server_error(self, error: Exception, source) -> None:

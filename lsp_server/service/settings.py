@@ -67,6 +67,9 @@ class Settings:
     warmup_pause_ms: int = 100        # fill ahead (fill.py) after this much idle time
     prefetch: bool = True             # after a suggestion, generate the next one as if it were accepted
     max_file_bytes: int = 4 << 20
+    # the files the document imports, read from the workspace on disk (never secrets, nor what .gitignore or
+    # .tandemignore ignore), and recently edited and viewed code of other files go in the prompt
+    project_context: bool = True
 
     MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu_layers", "gpu_layers_draft", "drafters",
                   "backend", "backend_kind", "backend_model", "backend_api_key_env", "backend_timeout_ms",
