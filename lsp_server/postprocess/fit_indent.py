@@ -58,7 +58,7 @@ def _recent(prefix: str, chars: int = 6000) -> str:
     return prefix
 
 
-def _target(statements: list[str], around: Around, first: str) -> int | None:
+def _target(statements: list[str], around: Around, first: str, last: str) -> int | None:
     code = [st for st in statements if st.strip() and not st.lstrip().startswith("#")]
     if not code:
         return None
@@ -73,7 +73,10 @@ def _target(statements: list[str], around: Around, first: str) -> int | None:
         return n if c <= p and n is not None and n > p else None
     if c > p:
         return p
-    if c < p and n is not None and n > c and not _code(first).endswith(":") and n <= p:
+    # (unless the completion's own last line opens the block the deeper line below belongs to: HumanEval/5/L3_L5,
+    # `result = []` and `for n in numbers[:-1]:` after an `if`'s `return []`)
+    if c < p and n is not None and n > c and not _code(first).endswith(":") and n <= p \
+            and not (_code(last).endswith(":") and n > indent(last)):
         return n
     return None
 
@@ -92,7 +95,8 @@ def apply(completion: str, around: Around) -> str:
     if any(l[:len(l) - len(l.lstrip())].count("\t") for l in neighbours + lines):
         return completion   # tabs: which width the file means is not ours to guess
     # the cursor's own line is the last one: it is not the line above
-    t = _target(statements[:-1], around, first)
+    last = next((l for l in reversed(lines[1:]) if l.strip() and not l.lstrip().startswith("#")), first)
+    t = _target(statements[:-1], around, first, last)
     if t is None or t == indent(first):
         return completion
     delta = t - indent(first)
