@@ -70,7 +70,8 @@ def test_the_servers_own_speculation_is_counted():
 # ---- the language server on the backend -----------------------------------------------------------------
 
 def remote_config(url: str, **extra) -> dict:
-    return {"backend": url, "timeBudgetMs": 30000, "earlyAnswerMs": 0, "backendTimeoutMs": 5000, **extra}
+    return {"backend": url, "timeBudgetMs": 30000, "earlyAnswerMs": 0, "backendTimeoutMs": 5000, "maxTokens": 96,
+            **extra}
 
 
 SERVER = ClientServerConfig(server_command=tandem_cmd() + ["serve"])

@@ -16,7 +16,8 @@ from lsp_helpers import SERVER, inline, open_doc, start, stats, type_text, wait_
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 REAL = FIXTURES / "real"
-OPTIONS = {"timeBudgetMs": 30000, "earlyAnswerMs": 0, "warmupPauseMs": 100}
+# the block limit of the 2026-12-01 settings: these tests are about pages, not about how long a block may grow
+OPTIONS = {"timeBudgetMs": 30000, "earlyAnswerMs": 0, "warmupPauseMs": 100, "maxTokens": 96}
 
 
 @pytest_lsp.fixture(config=SERVER, scope="module")
