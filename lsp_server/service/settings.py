@@ -46,8 +46,9 @@ class Settings:
     speculation: bool = True
     draft_min: int = 0
     draft_max: int = 16
-    # a block: room for a long hole (at 96 tokens 20 % of the multi-line development set's answers were cut, and
-    # 5 of 23 of those sampled failed for it alone); in the editor the time budget ends a generation first
+    # a block asked for: room for a long hole (at 96 tokens 20 % of the multi-line development set's answers were
+    # cut, and 5 of 23 of those sampled failed for it alone); "line or block" places keep 96 (pipeline.py); in the
+    # editor the time budget ends a generation first
     max_tokens: int = 256
     max_tokens_single_line: int = 40
     time_budget_ms: int = 1500        # generation stops after this and keeps what is whole
