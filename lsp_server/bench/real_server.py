@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import asynccontextmanager
 from dataclasses import fields
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from pygls.lsp.client import LanguageClient
 
 from ..service.settings import Settings
 from .real_holes import Hole, read_source
-from .replay import Counts, Replayer, plain, position, server_stats
+from .replay import Counts, Replayer, plain, position, running_server, server_stats
 
 THINK_S = 1.0           # at the spot before editing (as `tandem visits`)
 PAUSE_S = 1.0           # after removing the hole's text, before asking
@@ -43,45 +42,9 @@ def has_setting(name: str) -> bool:
     return name in {f.name for f in fields(Settings)}
 
 
-@asynccontextmanager
-async def project_server(server_cmd: list[str], root: Path, options: dict | None, log):
-    """`tandem serve` started over stdio with `root` as its workspace, initialized, its models loaded; shut down
-    on the way out (replay.running_server, with a workspace)."""
-    client = LanguageClient("tandem-eval-real", "1")
-
-    @client.feature(types.WINDOW_LOG_MESSAGE)
-    def _log(params: types.LogMessageParams):
-        pass
-
-    @client.feature(types.WINDOW_SHOW_MESSAGE)
-    def _show(params: types.ShowMessageParams):
-        log(f"server says: {params.message}")
-
-    await client.start_io(server_cmd[0], *server_cmd[1:])
-    try:
-        uri = root.resolve().as_uri()
-        await client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=False)),
-            root_uri=uri, workspace_folders=[types.WorkspaceFolder(uri=uri, name=root.name)],
-            initialization_options=options or {}))
-        client.initialized(types.InitializedParams())
-        t0 = time.perf_counter()
-        while True:
-            st = await client.protocol.send_request_async("tandem/stats", {})
-            if st.ready or st.load_error:
-                break
-            await asyncio.sleep(0.2)
-        if st.load_error:
-            raise RuntimeError(f"the server could not load its models: {st.load_error}")
-        log(f"  server ready in {time.perf_counter() - t0:.1f}s (workspace {root})")
-        yield client
-        await client.shutdown_async(None)
-        client.exit(None)
-    finally:
-        try:
-            await asyncio.wait_for(client.stop(), 10)
-        except Exception:
-            pass
+def project_server(server_cmd: list[str], root: Path, options: dict | None, log):
+    """`tandem serve` over stdio with `root` as its workspace, its models loaded (replay.running_server)."""
+    return running_server(server_cmd, options, lambda msg: log("  " + msg), root=root, name="tandem-eval-real")
 
 
 class HoleVisitor:

@@ -319,9 +319,11 @@ def _mark_done_time(fut: asyncio.Future) -> None:
 
 
 @asynccontextmanager
-async def running_server(server_cmd: list[str], options: dict | None = None, log=print):
-    """`tandem serve` started over stdio, initialized, with its models loaded; shut down on the way out."""
-    client = LanguageClient("tandem-replay", "1")
+async def running_server(server_cmd: list[str], options: dict | None = None, log=print, root: Path | None = None,
+                         name: str = "tandem-replay"):
+    """`tandem serve` started over stdio, initialized (with `root` as its workspace if given), with its models
+    loaded; shut down on the way out."""
+    client = LanguageClient(name, "1")
 
     @client.feature(types.WINDOW_LOG_MESSAGE)
     def _log(params: types.LogMessageParams):
@@ -333,8 +335,10 @@ async def running_server(server_cmd: list[str], options: dict | None = None, log
 
     await client.start_io(server_cmd[0], *server_cmd[1:])
     try:
+        uri = root.resolve().as_uri() if root is not None else None
         await client.initialize_async(types.InitializeParams(
             capabilities=types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=False)),
+            root_uri=uri, workspace_folders=[types.WorkspaceFolder(uri=uri, name=root.name)] if uri else None,
             initialization_options=options or {}))
         client.initialized(types.InitializedParams())
         t0 = time.perf_counter()
@@ -345,7 +349,7 @@ async def running_server(server_cmd: list[str], options: dict | None = None, log
             await asyncio.sleep(0.2)
         if st.load_error:
             raise RuntimeError(f"the server could not load its models: {st.load_error}")
-        log(f"server ready in {time.perf_counter() - t0:.1f}s")
+        log(f"server ready in {time.perf_counter() - t0:.1f}s" + (f" (workspace {root})" if root else ""))
         yield client
         await client.shutdown_async(None)
         client.exit(None)

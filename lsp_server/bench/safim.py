@@ -536,7 +536,7 @@ def _print(report: dict) -> None:
     for lang, why in report["skipped_languages"].items():
         print(f"{lang}: block and control tasks skipped ({why})")
     if report["canonical_fails"]:
-        print(f"left out, their ground truth fails its tests: "
+        print("left out, their ground truth fails its tests: "
               + ", ".join(f"{c['task_id']} ({c['error']})" for c in report["canonical_fails"]))
 
 

@@ -9,7 +9,7 @@ from .around import BRACE_LANGUAGES, Around, python_code
 PAIRS = {"(": ")", "[": "]", "{": "}"}
 
 
-def unclosed(lines: list[str], comment: str) -> list[tuple[str, int]] | None:
+def unclosed(lines: list[str], comment: str, quotes: str = "\"'`") -> list[tuple[str, int]] | None:
     """The brackets left open by `lines`, outermost first, each with the index of the line that opened it;
     None where the text closes more than it opens (it closes something of the code above the hole: not ours)."""
     stack: list[tuple[str, int]] = []
@@ -23,7 +23,7 @@ def unclosed(lines: list[str], comment: str) -> list[tuple[str, int]] | None:
                     i += 1
                 elif c == quote:
                     quote = ""
-            elif c in "\"'`":
+            elif c in quotes:
                 quote = c
             elif line.startswith(comment, i):
                 break
@@ -48,7 +48,8 @@ def apply(completion: str, around: Around) -> str:
         return completion
     lines = completion.split("\n")
     first = around.line_before + lines[0]
-    stack = unclosed([first] + lines[1:], "//")
+    # Rust's `'a` is a lifetime, not a quote
+    stack = unclosed([first] + lines[1:], "//", "\"`" if around.language == "rust" else "\"'`")
     if not stack:
         return completion
     closers: list[str] = []
