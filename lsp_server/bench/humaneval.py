@@ -43,6 +43,8 @@ REQUIRED = ("task_id", "prompt", "suffix", "test", "entry_point")
 # keeps the rest
 TASK_FILE = "solution.py"
 VARIANTS = ("raw", "plain", "pipeline", "tab")
+RAW_CAP = 512
+RAW_RULE = "max(--max-tokens, 2 x the canonical answer's tokens), at most 512"
 TITLES = {"raw": "raw FIM (no post-processing)", "plain": "pipeline, plain decoding",
           "pipeline": "pipeline, speculative (the server's path)", "tab": "Tab until done (the server's path)"}
 
@@ -194,10 +196,15 @@ class Evaluator:
     def _raw(self, task: Task) -> tuple[Answer, str]:
         prompt = build_prompt(self.engine, PromptParts(task.prompt, task.suffix, path=TASK_FILE),
                               self.raw_budget)
-        g = self.engine.generate(GenerationRequest(prompt.tokens, max_tokens=self.max_tokens_raw,
+        g = self.engine.generate(GenerationRequest(prompt.tokens, max_tokens=self.raw_limit(task),
                                                    speculative=False, language="python"))
         return Answer(g.text, False, same_code(g.text, task.canonical), tokens=len(g.tokens),
                       seconds=round(g.gen_s, 3), stop=g.stop_reason), g.text
+
+    def raw_limit(self, task: Task) -> int:
+        """The floor's token limit follows the hole, as the pipeline's block limit gives a long hole room: twice
+        the canonical answer's tokens, at least --max-tokens, at most RAW_CAP."""
+        return min(RAW_CAP, max(self.max_tokens_raw, 2 * len(self.engine.tokenize(task.canonical))))
 
     def _tab(self, task: Task) -> tuple[Answer, str]:
         doc, line, col, tail = editor_view(task)
@@ -359,7 +366,7 @@ def _report(data, tasks, tallies, results, differ, ev: Evaluator, args, partial:
         "half": getattr(args, "half", "all") or "all",
         "target": ev.engine.target.path, "draft": ev.engine.draft.path if ev.engine.draft else None,
         "suffix_tokens": ev.settings.suffix_tokens, "suffix_tokens_in_block": ev.settings.suffix_tokens_in_block,
-        "max_tokens_raw": ev.max_tokens_raw,
+        "max_tokens_raw": RAW_RULE.replace("--max-tokens", str(ev.max_tokens_raw)),
         "sandbox": ev.sandbox.isolation, "timeout_s": args.timeout,
         "summary": {v: t.row() for v, t in tallies.items()},
         "speculative_differs_from_plain": differ,
