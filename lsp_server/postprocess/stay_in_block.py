@@ -8,9 +8,10 @@ nothing), the hole is the function's end: the completion may go down to the func
 below it (HumanEval/119/L6_L9: the `else` body, then the `if` after the loop, then the function's `return`).
 
 Where the model ended the middle by itself (`Around.ended`), it has said where the hole ends: its text is the
-answer up to a line that leaves the definition the cursor is in (the next function). On the multi-line development set, cutting such answers at the
-block's end or at a blank line had lost 165 tasks for 2 (tune half 58.7 -> 64.9 %, confirm 57.5 -> 63.1 %:
-two loops apart by a blank line, a function's last statement after a dedent)."""
+answer up to a line that leaves the (outermost) function the cursor is in, such as the next function. On the
+multi-line development set, cutting such answers at the block's end or at a blank line had lost 165 tasks for
+2 (tune half 58.7 -> 64.9 %, confirm 57.5 -> 63.1 %: two loops apart by a blank line, a function's last
+statement after a dedent)."""
 import re
 
 from .around import BRACE_LANGUAGES, Around, indent, python_code
