@@ -169,8 +169,8 @@ class Pipeline:
     def _plan(self, req: CompletionRequest, ctx: CursorContext, fast: bool, fast_tokens: int | None = None) -> Plan:
         multiline = ctx.mode.multiline
         # a line that may take the lines binding the names below with it (postprocess.Around.line_end)
-        max_tokens = req.max_tokens if multiline else \
-            min(req.max_tokens, LINE_OR_BLOCK_TOKENS) if ctx.mode.maybe_block or ctx.needs else req.max_tokens_single_line
+        max_tokens = req.max_tokens if multiline else min(req.max_tokens, LINE_OR_BLOCK_TOKENS) \
+            if ctx.mode.maybe_block or ctx.needs else req.max_tokens_single_line
         parts = PromptParts(ctx.prefix, ctx.suffix, path=ctx.path or req.document.path, repo=ctx.repo,
                             files=ctx.files, outline=ctx.outline, imports=ctx.imports)
         budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix))
