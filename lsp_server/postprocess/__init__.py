@@ -25,7 +25,8 @@ FILTERS = {
     "close_cut_block": close_cut_block.apply,
 }
 # a block cut short is closed after every cut (what it closes must be what is shown); trimming again last: a cut
-# may leave trailing blank lines behind; a cut line goes before keep_opened_block cuts at a block's end (what that leaves is whole: dropping its last line then would drop a finished one)
+# may leave trailing blank lines behind; a cut line goes before keep_opened_block cuts at a block's end (what
+# that leaves is whole: dropping its last line then would drop a finished one)
 ORDER = ("single_line", "fit_indent", "drop_unfinished_line", "keep_opened_block", "trim_trailing_blank",
          "drop_repetition", "stay_in_block", "drop_suffix_repeat", "drop_closer_overlap", "drop_dead_end",
          "syntax_cut", "close_cut_block", "trim_trailing_blank")
