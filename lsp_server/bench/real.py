@@ -44,7 +44,8 @@ TITLES = {"raw": "raw FIM, whole file (no post-processing)", "editor": "server, 
           "page": "server, the whole page", "editor_noproject": "server, editor's pace, no project",
           "page_noproject": "server, the whole page, no project"}
 # the server's passes: (variants it answers, its extra initializationOptions)
-PASSES = ((("editor", "page"), {}), (("editor_noproject", "page_noproject"), {"projectContext": False}))
+PASSES = ((("editor", "page"), {"projectContext": True}),
+          (("editor_noproject", "page_noproject"), {"projectContext": False}))
 WRITE_EVERY = 10
 
 

@@ -77,7 +77,9 @@ def cmd_complete(args) -> None:
     except DocumentError as e:
         _die(str(e))
     # the project around the file: the nearest folder above it with a repository or a package manifest
-    root = None if args.no_project_context else find_root(args.file)
+    from ..service.settings import Settings
+    wanted = Settings().project_context if args.project_context is None else args.project_context
+    root = find_root(args.file) if wanted else None
     engine, load_s = _load_engine(args, speculation=not args.no_spec)
     try:
         multiline = {"auto": None, "multi": True, "single": False}[args.lines]
@@ -293,10 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--language", help="override the language guessed from the file name")
     c.add_argument("--lines", choices=("auto", "single", "multi"), default="auto",
                    help="one line or a block; auto: tree-sitter decides from the cursor's place (default)")
-    c.add_argument("--no-project-context", action="store_true",
-                   help="leave out the definitions the file imports from other files of its project (by default "
-                        "they are read from the nearest folder above it with .git, pyproject.toml, package.json, "
-                        "go.mod or Cargo.toml)")
+    c.add_argument("--project-context", action=argparse.BooleanOptionalAction, default=None,
+                   help="the definitions the file imports from other files of its project, read from the nearest "
+                        "folder above it with .git, pyproject.toml, package.json, go.mod or Cargo.toml (default: "
+                        "the server's projectContext setting, off)")
     add_engine_options(c)
     c.set_defaults(func=cmd_complete)
 
