@@ -12,7 +12,6 @@ Three answers per task, side by side on one warm engine:
 """
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import random
@@ -23,6 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+from . import jsonl
 from ..context import Document
 from ..engine import Engine, GenerationRequest
 from ..pipeline import CompletionRequest, Pipeline
@@ -94,24 +94,8 @@ def default_data() -> Path:
 def load_tasks(path: str | Path) -> list[Task]:
     """Tasks from a JSONL file, gzip or not (told by its first bytes, not its name)."""
     path = Path(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise ValueError(f"{path}: cannot read ({e.strerror})") from e
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e:
-            raise ValueError(f"{path}: broken gzip data ({e})") from e
     tasks = []
-    for n, line in enumerate(raw.decode("utf-8", "replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{n}: not JSON ({e.msg})") from e
+    for n, row in jsonl.rows(path):
         missing = [k for k in REQUIRED if not isinstance(row.get(k), str)] if isinstance(row, dict) else REQUIRED
         if missing:
             raise ValueError(f"{path}:{n}: a task needs the string fields {', '.join(REQUIRED)}; "

@@ -16,7 +16,6 @@ flagged and left out of the figures.
 from __future__ import annotations
 
 import functools
-import gzip
 import json
 import math
 import os
@@ -32,6 +31,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from . import jsonl
 from ..context import Document
 from ..engine import ContextFullError, Engine, GenerationRequest
 from ..pipeline import CompletionRequest, Pipeline
@@ -124,22 +124,13 @@ def _task(row: dict) -> Task:
 def load_tasks(path: str | Path) -> list[Task]:
     """Tasks from SAFIM's JSONL, gzip or not (told by its first bytes)."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ValueError(f"{path}: cannot read ({e.strerror})") from e
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
     tasks = []
-    for n, line in enumerate(raw.decode("utf-8", "replace").splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, row in jsonl.rows(path):
         try:
-            row = json.loads(line)
             if row["eval_prompt"].count(HOLE) != 1:
                 raise ValueError(f"{path}:{n}: eval_prompt needs one {HOLE}")
             tasks.append(_task(row))
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+        except (KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"{path}:{n}: not a SAFIM task ({type(e).__name__}: {e})") from e
     if not tasks:
         raise ValueError(f"{path}: no tasks in it")
