@@ -34,6 +34,7 @@ class CompletionRequest:
     # head names files relative to it (None: no context from disk)
     root: str | None = None
     recent: tuple = ()              # recently edited and viewed code of other files (context.ring.Chunk)
+    at_rest: bool = False           # not typing (a new place, or a pause): the longer suffix (PromptBudget)
 
 
 @dataclass
@@ -161,10 +162,12 @@ class Pipeline:
         nearest lines (its context is not gathered again)."""
         return self._plan(plan.request, plan.context, fast=True, fast_tokens=tokens)
 
-    def fast_sizes(self) -> tuple[int, int]:
-        """The two fast prompts: the quick one, and one twice as long (on real files it answered about as well
-        as a whole page) for when there is time to evaluate it."""
-        return self.fast_tokens, 2 * self.fast_tokens
+    def fast_sizes(self) -> tuple[int, int, int]:
+        """The fast prompts, smallest first: the quick one, and two and four times as long. On real files the
+        quick one's first lines were right half as often as the page's, the one twice as long almost as often
+        (eval real, tune half: 7, 11, 11 and 12 of 30); the fill evaluates the longer two, and a request takes
+        the longest whose missing part evaluates within the prompt budget at the machine's measured speed."""
+        return self.fast_tokens, 2 * self.fast_tokens, 4 * self.fast_tokens
 
     def _plan(self, req: CompletionRequest, ctx: CursorContext, fast: bool, fast_tokens: int | None = None) -> Plan:
         multiline = ctx.mode.multiline
@@ -173,7 +176,7 @@ class Pipeline:
             if ctx.mode.maybe_block or ctx.needs else req.max_tokens_single_line
         parts = PromptParts(ctx.prefix, ctx.suffix, path=ctx.path or req.document.path, repo=ctx.repo,
                             files=ctx.files, outline=ctx.outline, imports=ctx.imports)
-        budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix))
+        budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix), req.at_rest)
         if ctx.needs and (reach := uses_end(ctx.suffix, ctx.needs)):
             want = min(NEEDS_SUFFIX_TOKENS, len(self.segments.tokenize(ctx.suffix[:reach])))
             if want > budget.suffix_tokens:

@@ -75,3 +75,18 @@ def test_other_files_are_packed_and_the_ones_that_do_not_fit_are_skipped():
                      PromptBudget(context_tokens=120))
     body = "".join(chr(t) for t in p.tokens if t > 0)
     assert "A" * 50 in body and "C" * 20 in body and "B" not in body and p.files == 2
+
+
+def test_the_suffix_is_longest_at_rest_and_longer_where_the_block_goes_on():
+    b = PromptBudget(prefix_tokens=100, suffix_tokens=16, context_tokens=0, suffix_in_block=64, suffix_at_rest=128)
+    assert b.for_place(False).suffix_tokens == 16
+    assert b.for_place(True).suffix_tokens == 64
+    assert b.for_place(False, at_rest=True).suffix_tokens == 128
+    assert b.for_place(True, at_rest=True).suffix_tokens == 128
+    assert b.total == 100 + 128
+    small = b.within(114)   # shrunk in proportion, the suffix at rest with the others
+    assert small.suffix_at_rest == 64 and small.suffix_tokens == 8 and small.suffix_in_block == 32
+    below = "\n".join(f"line{i}" for i in range(60))
+    typing = build_prompt(CharTokenizer(), PromptParts("x = ", below), b.for_place(False))
+    rest = build_prompt(CharTokenizer(), PromptParts("x = ", below), b.for_place(False, at_rest=True))
+    assert typing.suffix_tokens <= 16 < rest.suffix_tokens <= 128

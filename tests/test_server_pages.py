@@ -11,6 +11,8 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from lsp_server.service.settings import Settings
+
 from conftest import FIXTURES
 from lsp_helpers import SERVER, inline, open_doc, start, stats, type_text, wait_ready
 
@@ -84,9 +86,10 @@ async def test_a_far_jump_answers_fast_then_the_page_serves_jumps_inside_it(clie
     await asyncio.sleep(0.3)
     await inline(client, uri, pos)
     far = await last_record(client)
-    # nothing of this page is cached yet: a short prompt of the nearest lines answers now
+    # nothing of this page is cached yet: a short prompt of the nearest lines answers now (the quick one, or the
+    # one twice as long where the fill has evaluated most of it), far shorter than the page
     assert far["source"] == "fast", far
-    assert far["prompt_tokens"] < 200
+    assert far["prompt_tokens"] < 400, far
     text = put_back(client, uri, text, 999, original)
     s = await idle(client)
     assert s["fill"]["tokens"]["page"] > 500
@@ -98,7 +101,8 @@ async def test_a_far_jump_answers_fast_then_the_page_serves_jumps_inside_it(clie
         text = put_back(client, uri, text, line, original)
         # the page's state serves the request: only the cursor's segment, the suffix and the FIM tokens are new
         assert rec["source"] == "model", rec
-        assert rec["prompt_tokens"] > 300 and rec["prompt_evaluated"] <= 120, rec
+        # (a request at rest: up to suffixTokensAtRest of the code below too)
+        assert rec["prompt_tokens"] > 300 and rec["prompt_evaluated"] <= 120 + Settings().suffix_tokens_at_rest, rec
     mem = (await stats(client))["memory"]["kv_store"]
     assert 0 < mem["bytes"] <= mem["budget_bytes"]
     assert mem["target"]["entries"] <= mem["target"]["max_entries"]
@@ -157,6 +161,6 @@ async def test_typing_after_a_far_jump_fills_the_page_across_the_keystrokes(clie
     s = await stats(client)
     # each generation started while typing took its page step of 32 tokens first (the keystrokes in between
     # join the running generation: it has written nothing they disagree with)
-    assert s["fill"]["tokens"]["typing"] - before >= 2 * 32, s["fill"]
+    assert s["fill"]["tokens"]["typing"] - before >= 2 * 32, (s["fill"], (await stats(client, records=True))["records"][-len(word) - 1:])
     records = (await stats(client, records=True))["records"]
     assert any(r["source"] == "fast" for r in records[-len(word):]), records[-len(word):]

@@ -25,10 +25,12 @@ class PromptBudget:
     suffix_tokens: int = 256
     context_tokens: int = 1024
     suffix_in_block: int = 0   # the suffix where code of the cursor's own block follows it (0: suffix_tokens)
+    suffix_at_rest: int = 0    # the suffix of a request where the user is not typing (0: as the others)
 
     @property
     def total(self) -> int:
-        return self.prefix_tokens + max(self.suffix_tokens, self.suffix_in_block) + self.context_tokens
+        return self.prefix_tokens + max(self.suffix_tokens, self.suffix_in_block, self.suffix_at_rest) + \
+            self.context_tokens
 
     def within(self, room: int) -> "PromptBudget":
         """This budget, shrunk in proportion where it exceeds `room` tokens (keeping a little prefix)."""
@@ -36,13 +38,14 @@ class PromptBudget:
             return self
         f = max(0, room) / self.total
         return PromptBudget(max(16, int(self.prefix_tokens * f)), int(self.suffix_tokens * f),
-                            int(self.context_tokens * f), int(self.suffix_in_block * f))
+                            int(self.context_tokens * f), int(self.suffix_in_block * f), int(self.suffix_at_rest * f))
 
-    def for_place(self, code_follows: bool) -> "PromptBudget":
-        """The budget for one request: the longer suffix where the code below belongs to the cursor's block."""
-        if code_follows and self.suffix_in_block > self.suffix_tokens:
-            return replace(self, suffix_tokens=self.suffix_in_block)
-        return self
+    def for_place(self, code_follows: bool, at_rest: bool = False) -> "PromptBudget":
+        """The budget for one request: the longer suffix where the code below belongs to the cursor's block, and
+        the longest where the user is not typing (it is evaluated once there, not again at every keystroke)."""
+        want = max(self.suffix_tokens, self.suffix_in_block if code_follows else 0,
+                   self.suffix_at_rest if at_rest else 0)
+        return replace(self, suffix_tokens=want) if want != self.suffix_tokens else self
 
 
 @dataclass

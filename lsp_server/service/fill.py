@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..engine import Cancel, shared_prefix
@@ -168,13 +168,16 @@ class Filler:
     def steps(self, req: CompletionRequest) -> list[Step]:
         """What to evaluate for a focus, in order (runs on the context thread)."""
         svc, pipeline = self.svc, self.svc.pipeline
-        plan: Plan = pipeline.plan(req)
+        # for the request that comes once the user stops here: at rest (its longer suffix)
+        plan: Plan = pipeline.plan(replace(req, at_rest=True))
         p = plan.prompt
         out: list[Step] = []
         if plan.mode.complete and svc.too_far(plan):
-            # the quick fast prompt first (an answer within the budget soon), then the one twice as long
-            # (a short jump down from here evaluates only the lines between: each shares the small page above)
-            sizes = pipeline.fast_sizes()
+            # the fast prompt twice the quick one's size first (its answers were right almost as often as the
+            # page's, the quick one's half as often: a request arriving before it is done still takes it where
+            # its rest is hardly more than the quick one), then the one twice as long again (a short jump down
+            # from here evaluates only the lines between: each shares the small page above)
+            sizes = pipeline.fast_sizes()[1:]
             if svc.missing(plan) <= 2 * sizes[1]:
                 sizes = sizes[:1]   # a small page (a short file) fills soon: the longer one would only delay it
             for n in sizes:

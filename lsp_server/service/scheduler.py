@@ -46,7 +46,8 @@ class Answer:
 
 def budget_of(s: Settings) -> PromptBudget:
     return PromptBudget(prefix_tokens=s.prefix_tokens, suffix_tokens=s.suffix_tokens,
-                        context_tokens=s.context_tokens, suffix_in_block=s.suffix_tokens_in_block)
+                        context_tokens=s.context_tokens, suffix_in_block=s.suffix_tokens_in_block,
+                        suffix_at_rest=s.suffix_tokens_at_rest)
 
 
 class CompletionService:
@@ -129,6 +130,7 @@ class CompletionService:
         typing = t0 - self._last_request.get(uri, float("-inf")) < TYPING_GAP_S
         self._last_request[uri] = t0
         try:
+            req.at_rest = not typing
             return await self._plan_and_answer(uri, req, superseded, t0, typing)
         finally:
             if self._latest.get(uri) is superseded:
@@ -183,16 +185,15 @@ class CompletionService:
         return self.pipeline.engine.prompt_seconds(self.missing(plan)) * 1000 > budget
 
     def _choose_prompt(self, plan: Plan) -> Plan:
-        """The page's prompt is too far from cached: the best of it and the two fast prompts (larger first) whose
+        """The page's prompt is too far from cached: the best of it and the fast prompts (longest first) whose
         uncached part evaluates within the prompt budget; if none does, the one with least left to evaluate,
         a better one where it leaves hardly more (runs on the context thread)."""
         pipeline = self.pipeline
-        quick, better = (pipeline.plan_fast(plan, n) for n in pipeline.fast_sizes())
-        order = [plan, better, quick]   # best answers first
+        order = [plan] + [pipeline.plan_fast(plan, n) for n in reversed(pipeline.fast_sizes())]   # best first
         missing = [self.missing(p) for p in order]
-        log.debug("request at %s:%d: page %d tokens, %d not cached; fast %d/%d, %d/%d not cached",
-                  plan.request.document.path.rsplit("/", 1)[-1], plan.request.line + 1, len(plan.prompt.tokens),
-                  missing[0], len(better.prompt.tokens), len(quick.prompt.tokens), missing[1], missing[2])
+        log.debug("request at %s:%d: %s tokens (not cached)", plan.request.document.path.rsplit("/", 1)[-1],
+                  plan.request.line + 1, ", ".join(f"{p.prompt.kind} {len(p.prompt.tokens)} ({m})"
+                                                   for p, m in zip(order, missing)))
         budget = self.settings.prompt_budget_ms / 1000
         for p, m in zip(order, missing):
             if pipeline.engine.prompt_seconds(m) <= budget:

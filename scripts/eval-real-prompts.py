@@ -1,0 +1,87 @@
+"""Which prompt answers best at a new place: the real-code suite's holes (`tandem eval real`'s corpus and holes),
+answered in-process by the server's pipeline with prompts of several shapes, scored like the suite (first line
+exact, similarities). No server, no timing: the quality each prompt shape can give, beside its size.
+
+    .venv/bin/python scripts/eval-real-prompts.py HALF LIMIT CONFIGS OUT.json
+
+CONFIGS, comma-separated: MODEL SIZE [s SUFFIX]; MODEL T (the target) or D (the draft model alone); SIZE `page`
+(the server's page prompt) or N (a fast prompt of N tokens of the nearest lines); `sN` a suffix budget of N
+tokens (default: the server's). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
+import json
+import random
+import re
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from lsp_server.bench.halves import in_half  # noqa: E402
+from lsp_server.bench.real_corpus import PROJECTS, ensure  # noqa: E402
+from lsp_server.bench.real_holes import cut_project, read_source  # noqa: E402
+from lsp_server.bench.real_score import broken, score  # noqa: E402
+from lsp_server.context import Document  # noqa: E402
+from lsp_server.engine import EngineConfig, make_engine, registry  # noqa: E402
+from lsp_server.pipeline import CompletionRequest, Pipeline  # noqa: E402
+from lsp_server.service.scheduler import budget_of  # noqa: E402
+from lsp_server.service.settings import Settings  # noqa: E402
+
+
+def main(half: str, limit: int, configs: list[str], out: str) -> None:
+    holes, projects = [], {}
+    for spec in PROJECTS:
+        if in_half(spec.name, half):
+            p = ensure(spec, log=lambda m: None)
+            projects[p.name] = p
+            holes += cut_project(p, 0)
+    random.Random(7).shuffle(holes)
+    holes = sorted(holes[:limit], key=lambda h: (h.project, h.file, h.line))
+    engines, pipes, results = {}, {}, []
+
+    def pipeline(kind: str) -> Pipeline:
+        if kind not in engines:
+            spec = registry.DEFAULT_TARGET if kind == "T" else registry.DEFAULT_DRAFT
+            engines[kind] = make_engine(EngineConfig(target_path=str(registry.default_path(spec)), draft_path="none",
+                                                     speculation=False, stats_path="", kv_store_mib=0), None)
+            pipes[kind] = Pipeline(engines[kind])
+        return pipes[kind]
+
+    for i, h in enumerate(holes):
+        p = projects[h.project]
+        text = read_source(p.root / h.file)
+        holed, start, _ = h.cut(text)
+        line, col = holed[:start].count("\n"), start - (holed.rfind("\n", 0, start) + 1)
+        doc = Document(str(p.root / h.file), holed, h.language)
+        base = broken(text, h.language)
+        row = {"id": h.task_id, "kind": h.kind, "lang": h.language, "cross": h.cross_file, "expected": h.expected}
+        for c in configs:
+            kind, size, suffix = re.fullmatch(r"([TD])(page|\d+)(?:s(\d+))?", c).groups()
+            pl = pipeline(kind)
+            pl.budget = budget_of(Settings())
+            if suffix:
+                pl.budget = replace(pl.budget, suffix_tokens=int(suffix), suffix_in_block=max(int(suffix), 64),
+                                    suffix_at_rest=0)
+            req = CompletionRequest(doc, line, col, max_tokens=256, max_tokens_single_line=40, speculative=False,
+                                    force=True)
+            plan = pl.plan(req)
+            if size != "page":
+                plan = pl.plan_fast(plan, int(size))
+            gen = pl.generate(plan)
+            answer = pl.finish(plan, gen).text
+            row[c] = {"text": answer, "prompt_tokens": len(plan.prompt.tokens), "evaluated": gen.prompt_evaluated,
+                      "prompt_s": round(gen.prompt_s, 3), **score(answer, h.expected, holed, start, h.language, base)}
+        results.append(row)
+        print(i + 1, h.task_id, " ".join(f"{c}:{int(row[c]['first_exact'])}" for c in configs), flush=True)
+        Path(out).write_text(json.dumps(results))
+    n = len(results)
+    for c in configs:
+        fe = sum(r[c]["first_exact"] for r in results)
+        print(f"{c:10} first line exact {fe}/{n} = {fe / n:.3f}  first-line similarity "
+              f"{sum(r[c]['first_sim'] for r in results) / n:.3f}  mean prompt "
+              f"{sum(r[c]['prompt_tokens'] for r in results) / n:.0f} tokens")
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    main(sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4])
+    print(f"{time.perf_counter() - t0:.0f} s")
