@@ -8,7 +8,7 @@ DEMO_FILE ?= fixtures/demo/orders.py
 DEMO_LINE ?= 40
 DEMO_COL  ?= 1
 
-.PHONY: demo test models install bench replay clean-venv llama-server
+.PHONY: demo test check models install bench replay clean-venv llama-server
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,12 @@ llama-server: install
 
 test: models llama-server
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# the fast tier: every test without the `models` marker, with a model cache that holds nothing (a test that
+# would open a model fails here instead of loading one); no download, no llama-server
+check: install
+	rm -rf .check-cache && mkdir .check-cache
+	TANDEM_CACHE_DIR=$(CURDIR)/.check-cache $(PY) -m pytest -q -p no:cacheprovider -m "not models"
 
 bench: models
 	$(VENV)/bin/tandem bench --json bench.json --chart bench.svg

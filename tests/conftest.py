@@ -23,5 +23,12 @@ def pipeline(engine):
     return Pipeline(engine)
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test that takes the real models through a fixture carries the `models` marker (make check leaves it)."""
+    for item in items:
+        if {"engine", "pipeline"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.models)
+
+
 def tandem_cmd():
     return [sys.executable, "-m", "lsp_server.cli.main"]

@@ -2,6 +2,8 @@
 import json
 import subprocess
 
+import pytest
+
 from conftest import FIXTURES, ROOT, tandem_cmd
 
 
@@ -9,6 +11,7 @@ def run(*args, timeout=600):
     return subprocess.run(tandem_cmd() + list(args), capture_output=True, text=True, cwd=ROOT, timeout=timeout)
 
 
+@pytest.mark.models
 def test_complete_prints_a_completion_and_its_statistics():
     out = run("complete", str(FIXTURES / "demo" / "orders.py"), "--line", "40", "--col", "1", "--json")
     assert out.returncode == 0, out.stderr
@@ -20,6 +23,7 @@ def test_complete_prints_a_completion_and_its_statistics():
     assert s["speculative"] is True and "drafters" in s
 
 
+@pytest.mark.models
 def test_complete_plain_text_output():
     out = run("complete", str(FIXTURES / "demo" / "orders.py"), "--line", "40", "--col", "1", "--no-spec")
     assert out.returncode == 0, out.stderr
@@ -44,6 +48,7 @@ def test_bad_positions_and_files_get_clear_errors(tmp_path):
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.models
 def test_bench_writes_the_table_json_and_chart(tmp_path):
     js, chart = tmp_path / "bench.json", tmp_path / "bench.svg"
     out = run("bench", "--categories", "json-api", "--limit", "2", "--max-tokens", "24", "--no-memory",
@@ -67,6 +72,7 @@ def test_bench_refuses_a_repeat_below_one():
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.models
 def test_replay_types_a_session_against_the_real_server(tmp_path):
     out = tmp_path / "replay.json"
     r = subprocess.run(tandem_cmd() + ["replay", "--only", "order_service.go", "--limit-chars", "30",

@@ -108,6 +108,7 @@ def test_a_short_run_with_the_real_model(tmp_path):
     assert bad.returncode == 2 and "cannot read" in bad.stderr
 
 
+@pytest.mark.models
 def test_a_long_run_resumes_from_its_json(tmp_path):
     first, second = tmp_path / "first.json", tmp_path / "second.json"
     run = ["eval", "humaneval", "--skip", "raw", "plain", "tab"]

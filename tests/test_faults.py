@@ -113,3 +113,59 @@ def test_a_prompt_larger_than_the_context_is_cut_to_fit():
         assert stats["ready"] and stats["settings"]["max_tokens"] == 300 and s.alive()
     finally:
         s.close()
+
+
+def log_lines(s: RawServer) -> list[str]:
+    """window/logMessage texts received so far (and the showMessage ones, kept apart by a prefix)."""
+    out = []
+    while True:
+        try:
+            msg = s.notifications.get_nowait()
+        except queue.Empty:
+            return out
+        if msg.get("method") == "window/logMessage":
+            out.append(msg["params"]["message"])
+        elif msg.get("method") == "window/showMessage":
+            out.append("show: " + msg["params"]["message"])
+
+
+def test_a_configuration_sent_during_the_load_loads_the_models_once():
+    # VS Code, Neovim and Helix all send workspace/didChangeConfiguration right after `initialized`
+    s = RawServer()
+    try:
+        s.initialize({}, root=FIXTURES / "lsp")
+        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"maxTokens": 200}}})
+        assert not s.request("tandem/stats", {})["result"]["ready"]   # it came while the models loaded
+        stats = s.wait_ready()
+        assert stats["ready"] and stats["loads"] == 1, stats
+        assert stats["settings"]["max_tokens"] == 200   # applied when the load ended
+        time.sleep(0.5)
+        said = log_lines(s)
+        assert sum("models ready" in m for m in said) == 1, said
+        # after the load a change of models loads once more; one of other settings does not
+        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"maxTokens": 100}}})
+        assert s.request("tandem/stats", {})["result"]["loads"] == 1
+    finally:
+        s.close()
+
+
+def test_a_model_change_during_the_load_loads_those_models_after_it():
+    s = RawServer()
+    try:
+        s.initialize({}, root=FIXTURES / "lsp")
+        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"draft": "none"}}})
+        deadline = time.monotonic() + 180
+        while (stats := s.request("tandem/stats", {})["result"])["loads"] < 2 or not stats["ready"]:
+            assert time.monotonic() < deadline and not stats["load_error"], stats
+            time.sleep(0.2)
+        assert stats["loads"] == 2 and stats["draft_model"]["resident"] is False, stats
+        assert stats["settings"]["draft"] == "none"
+        time.sleep(0.5)
+        said = log_lines(s)
+        assert sum("models ready" in m for m in said) == 1, said
+        assert any("loading again" in m for m in said), said
+        text = DOC.read_text()
+        s.open(DOC.as_uri(), text)
+        assert complete_at_blank(s, DOC.as_uri(), text).strip()
+    finally:
+        s.close()

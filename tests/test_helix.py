@@ -18,7 +18,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from conftest import FIXTURES, ROOT, tandem_cmd
 from lsp_helpers import blank_cursor, open_doc, popup, stats, wait_ready
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
 HELIX = ROOT / "editors" / "helix" / "languages.toml"
 
 # what Helix 25.x announces (helix-lsp/src/client.rs): UTF-8 first, completion but no inline completion

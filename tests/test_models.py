@@ -19,11 +19,13 @@ def truncated_copy(src, dst, keep_bytes):
     return dst
 
 
+@pytest.mark.models
 def test_default_models_are_whole_and_verified():
     for spec in registry.DEFAULTS:
         registry.verify_model_file(registry.default_path(spec), spec)
 
 
+@pytest.mark.models
 def test_truncated_file_is_rejected(tmp_path):
     bad = truncated_copy(DRAFT, tmp_path / "draft.gguf", 50_000_000)
     with pytest.raises(ModelFileError, match="truncated model file"):
@@ -32,6 +34,7 @@ def test_truncated_file_is_rejected(tmp_path):
         Engine(EngineConfig(target_path=str(bad), draft_path="none", stats_path="", calibration_path=""))
 
 
+@pytest.mark.models
 def test_file_cut_inside_the_header_is_rejected(tmp_path):
     bad = truncated_copy(DRAFT, tmp_path / "draft.gguf", 100_000)
     with pytest.raises(ModelFileError, match="truncated GGUF header"):
@@ -54,6 +57,7 @@ def test_wrong_checksum_is_rejected(tmp_path):
         registry.verify_model_file(bad, spec)
 
 
+@pytest.mark.models
 def test_wrong_size_for_a_known_model_is_rejected(tmp_path):
     spec = registry.DEFAULT_TARGET
     bad = truncated_copy(DRAFT, tmp_path / spec.filename, 1_000_000)
@@ -61,6 +65,7 @@ def test_wrong_size_for_a_known_model_is_rejected(tmp_path):
         registry.verify_model_file(bad, spec)
 
 
+@pytest.mark.models
 def test_cached_default_model_modified_after_verification_is_rehashed(tmp_path, monkeypatch):
     monkeypatch.setenv("TANDEM_CACHE_DIR", str(tmp_path))
     spec = registry.DEFAULT_DRAFT
@@ -79,6 +84,7 @@ def test_cached_default_model_modified_after_verification_is_rehashed(tmp_path, 
         registry.verify_model_file(path)
 
 
+@pytest.mark.models
 def test_broken_or_missing_draft_means_target_only(tmp_path):
     bad = truncated_copy(DRAFT, tmp_path / "draft.gguf", 50_000_000)
     for draft in (str(bad), str(tmp_path / "missing.gguf")):
@@ -93,12 +99,14 @@ def test_broken_or_missing_draft_means_target_only(tmp_path):
             e.close()
 
 
+@pytest.mark.models
 def test_models_list_reports_state():
     out = subprocess.run(tandem_cmd() + ["models", "list"], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0
     assert "target" in out.stdout and "sha256 verified" in out.stdout
 
 
+@pytest.mark.models
 def test_sidecar_checksum_for_a_model_of_your_own(tmp_path):
     import hashlib
     own = truncated_copy(DRAFT, tmp_path / "mine.gguf", 100_000)
@@ -117,6 +125,7 @@ def test_default_pair_vocabularies_are_compatible(engine):
     assert incompatibility(engine.target, engine.draft) is None
 
 
+@pytest.mark.models
 def test_gpu_layers_on_a_cpu_build_are_reported():
     import llama_cpp
     e = Engine(EngineConfig(draft_path="none", n_gpu_layers=99, stats_path=""))

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import FIXTURES, ROOT
+
+pytestmark = pytest.mark.models
 
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent))
 

@@ -14,7 +14,7 @@ from conftest import FIXTURES
 from lsp_helpers import (SERVER, blank_cursor, inline, open_doc, popup, raw_request, start, stats, type_text,
                          wait_ready)
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
 LSP = FIXTURES / "lsp"
 # long enough that a multi-line answer is not cut by the time budget on a busy machine
 OPTIONS = {"timeBudgetMs": 30000, "maxTokens": 64}

@@ -12,7 +12,7 @@ from pytest_lsp import LanguageClient
 from conftest import FIXTURES
 from lsp_helpers import SERVER, blank_cursor, inline, open_doc, start, stats, wait_ready
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from lsp_server.service.settings import Settings
 from conftest import FIXTURES
 from lsp_helpers import SERVER, inline, open_doc, start, stats, type_text, wait_ready
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
 REAL = FIXTURES / "real"
 # the block limit of the 2026-12-01 settings: these tests are about pages, not about how long a block may grow
 OPTIONS = {"timeBudgetMs": 30000, "earlyAnswerMs": 0, "warmupPauseMs": 100, "maxTokens": 96}

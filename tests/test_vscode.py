@@ -8,7 +8,11 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from conftest import FIXTURES, ROOT
+
+pytestmark = pytest.mark.models
 
 EXT = ROOT / "editors" / "vscode"
 NPM = shutil.which("npm")

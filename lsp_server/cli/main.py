@@ -77,17 +77,19 @@ def cmd_complete(args) -> None:
     except DocumentError as e:
         _die(str(e))
     # the project around the file: the nearest folder above it with a repository or a package manifest
+    from ..service.scheduler import budget_of
     from ..service.settings import Settings
-    wanted = Settings().project_context if args.project_context is None else args.project_context
+    settings = Settings()   # what an editor gets, where the command line does not say otherwise
+    wanted = settings.project_context if args.project_context is None else args.project_context
     root = find_root(args.file) if wanted else None
     engine, load_s = _load_engine(args, speculation=not args.no_spec)
     try:
         multiline = {"auto": None, "multi": True, "single": False}[args.lines]
-        c = Pipeline(engine).complete(CompletionRequest(doc, args.line - 1, args.col - 1,
-                                                        max_tokens=args.max_tokens,
-                                                        max_tokens_single_line=args.max_tokens,
-                                                        speculative=not args.no_spec, multiline=multiline,
-                                                        force=True, root=root))
+        pipeline = Pipeline(engine, budget_of(settings), settings.fast_prefix_tokens)
+        c = pipeline.complete(CompletionRequest(
+            doc, args.line - 1, args.col - 1, max_tokens=args.max_tokens or settings.max_tokens,
+            max_tokens_single_line=args.max_tokens or settings.max_tokens_single_line,
+            speculative=not args.no_spec, multiline=multiline, force=True, root=root))
     except ContextFullError as e:
         engine.close()
         _die(str(e), 1)
@@ -291,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--col", type=int, required=True, help="1-based column, in characters")
     c.add_argument("--no-spec", action="store_true", help="plain greedy decoding of the target")
     c.add_argument("--json", action="store_true", help="print the completion and statistics as JSON")
-    c.add_argument("--max-tokens", type=int, default=64)
+    c.add_argument("--max-tokens", type=int, help="token limit (default: the server's, 256 for a block and 40 "
+                   "for a line)")
     c.add_argument("--language", help="override the language guessed from the file name")
     c.add_argument("--lines", choices=("auto", "single", "multi"), default="auto",
                    help="one line or a block; auto: tree-sitter decides from the cursor's place (default)")

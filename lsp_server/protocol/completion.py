@@ -23,8 +23,7 @@ TRIGGER_CHARACTERS = [".", "(", "[", "{", ",", " ", ":", "="]
 def report_notices(ls: TandemServer) -> None:
     """Tell the user what the engine has to say, once each time it comes up: a model file deleted or damaged
     under the running server, a backend that went down or is back."""
-    pipeline = ls.service.pipeline
-    for msg in pipeline.engine.notices() if pipeline is not None else ():
+    for msg in ls.service.notices():
         ls.message(types.MessageType.Warning, msg)
 
 
@@ -45,7 +44,7 @@ async def answer(ls: TandemServer, uri: str, pos: types.Position) -> tuple[Answe
         ls.message(types.MessageType.Error, f"completion failed: {e}")
         raise JsonRpcInternalError(f"completion failed: {e}") from e
     if ans.text:
-        ls.service.stats.shown += 1
+        ls.service.count_shown()
     return ans, doc, line, col
 
 

@@ -128,7 +128,7 @@ def register(server: TandemServer) -> None:
                 doc.position_codec.client_num_units(lines[-1])
             try:
                 l, c = server_position(doc, types.Position(line=line, character=char))
-            except Exception:
+            except JsonRpcInvalidParams:   # a change that ends outside the text (a client's bug): no fill for it
                 return
             ls.service.schedule_warmup(doc.uri, request_for(ls, doc, l, c))
 
@@ -148,7 +148,7 @@ def register(server: TandemServer) -> None:
         doc = ls.workspace.get_text_document(uri)
         try:
             l, c = server_position(doc, types.Position(line=line, character=char))
-        except Exception:
+        except JsonRpcInvalidParams:   # a cursor outside the document: a notification gets no error back
             return
         record(ls, doc, l, "view")
         ls.service.cursor_moved(uri, request_for(ls, doc, l, c))

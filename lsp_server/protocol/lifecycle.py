@@ -41,7 +41,7 @@ def register(server: TandemServer) -> None:
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: TandemServer, params: types.InitializedParams):
-        ls.load_task = asyncio.ensure_future(load_models(ls, ls.settings))
+        ls.load_task = ls.service.tasks.spawn(load_models(ls, ls.settings), "loading the models")
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: TandemServer, params: types.DidChangeConfigurationParams):
@@ -51,15 +51,20 @@ def register(server: TandemServer) -> None:
             ls.message(types.MessageType.Error, f"configuration change ignored: {e}")
             return
         old, ls.settings = ls.settings, new
+        if ls.load_task is not None and not ls.load_task.done():
+            # every client sends its configuration right after `initialized`, while the models load: the load
+            # takes the newest settings when it ends (and loads again only if they name other models)
+            ls.log_message("configuration taken; it applies when the models are loaded")
+            return
         if new.models_differ(old) or not ls.service.ready:
-            ls.load_task = asyncio.ensure_future(load_models(ls, new))
+            ls.load_task = ls.service.tasks.spawn(load_models(ls, new), "loading the models")
         else:
             ls.service.apply(new)
         ls.log_message("configuration applied")
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: TandemServer, *args):
-        ls.service._cancel_all()
+        ls.service.cancel_all()
 
 
 async def load_models(ls: TandemServer, settings: Settings) -> None:
@@ -82,13 +87,22 @@ async def load_models(ls: TandemServer, settings: Settings) -> None:
         loop.call_soon_threadsafe(ls.log_message, msg.strip())
 
     error = await ls.service.load(settings, progress)
+    latest = ls.settings
+    if latest is not settings and latest.models_differ(settings):
+        # the configuration changed the models while they loaded: load those instead (one report, one message)
+        if token is not None:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="reloading"))
+        ls.log_message("the configuration changed the models while they loaded: loading again")
+        await load_models(ls, latest)
+        return
+    if latest is not settings and error is None:
+        ls.service.apply(latest)
     if token is not None:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(
             message="ready" if error is None else "failed"))
     if error is not None:
         ls.message(types.MessageType.Error, f"models could not be loaded, completions are off: {error}")
     else:
-        engine = ls.service.pipeline.engine
-        for w in engine.warnings + ls.service.pipeline.warnings + engine.notices():
+        for w in ls.service.warnings():
             ls.message(types.MessageType.Warning, w)
         ls.log_message("models ready")

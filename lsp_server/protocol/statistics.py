@@ -31,9 +31,8 @@ def _rss_mib() -> tuple[float | None, float | None]:
 
 
 def _accepted(ls: TandemServer, params) -> None:
-    ls.service.stats.accepted += 1
     chars = _get(params, "chars", 0)
-    ls.service.stats.accepted_chars += chars if isinstance(chars, int) else 0
+    ls.service.count_accepted(chars if isinstance(chars, int) and not isinstance(chars, bool) else 0)
 
 
 def register(server: TandemServer) -> None:
@@ -50,11 +49,6 @@ def register(server: TandemServer) -> None:
         out["memory"]["rss_mib"], out["memory"]["peak_rss_mib"] = _rss_mib()
         # handlers pygls is running (this request among them): requests and notifications in flight
         out["memory"]["handlers_in_flight"] = len(ls.protocol._request_futures)
-        if ls.service.pipeline is not None:
-            eng = ls.service.pipeline.engine
-            out["engine"] = {"target_evaluated": eng.target.counters.evaluated,
-                             "target_reused": eng.target.counters.reused,
-                             "warnings": list(eng.warnings)}
         return out
 
     @server.feature("tandem/document")

@@ -61,13 +61,14 @@ class Filler:
         self.focus = (uri, req)
         log.debug("focus %s:%d%s", uri.rsplit("/", 1)[-1], req.line, " (a fill runs)" if self._running else "")
         if self._running and self.step is not None:
-            asyncio.ensure_future(self._refocus(self.focus))
+            self.svc.tasks.spawn(self._refocus(self.focus), "refocusing the fill")
         self.kick()
 
     async def _refocus(self, focus: tuple[str, CompletionRequest]) -> None:
         try:
             steps = await asyncio.get_running_loop().run_in_executor(self.svc.context_pool, self.steps, focus[1])
-        except Exception:
+        except Exception as e:   # as in _run: nothing to fill there; the running step stops
+            log.debug("no fill for the new focus: %s", e)
             steps = []
         step = self.step
         if self.focus is focus and step is not None:
@@ -84,7 +85,7 @@ class Filler:
             self._timer.cancel()
         loop = asyncio.get_running_loop()
         self._timer = loop.call_later(pause / 1000 if delay_s is None else delay_s,
-                                      lambda: asyncio.ensure_future(self._run()))
+                                      lambda: self.svc.tasks.spawn(self._run(), "a fill"))
 
     def pre_empt(self) -> None:
         """A request arrived: stop after what it will probably share (refined by `share` once it is planned)."""
@@ -137,7 +138,8 @@ class Filler:
         try:
             try:
                 steps = await loop.run_in_executor(svc.context_pool, self.steps, req)
-            except Exception:   # a position the edit made invalid, a parse that failed: nothing to fill
+            except Exception as e:   # a position the edit made invalid, a parse that failed: nothing to fill
+                log.debug("no fill for %s:%d: %s", uri.rsplit("/", 1)[-1], req.line + 1, e)
                 return
             engine = pipeline.engine
             for step in steps:

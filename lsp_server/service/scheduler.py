@@ -21,6 +21,7 @@ from .fill import Filler
 from .job import CURSOR_LINE_TOKENS, Job
 from .settings import Settings
 from .stats import Record, ServerStats
+from .tasks import Background
 
 log = logging.getLogger("tandem.service")
 
@@ -65,13 +66,16 @@ class CompletionService:
         self.filler = Filler(self)
         self._latest: dict[str, asyncio.Future] = {}   # uri -> set when a newer request for it arrives
         self._last_request: dict[str, float] = {}      # uri -> when its latest request arrived
+        self.loads = 0                                  # model loads since the start (one per start, normally)
+        self.tasks = Background()
 
     # ---- models and settings -------------------------------------------------------------------------
 
     async def load(self, settings: Settings, progress: Callable[[str], None]) -> str | None:
         """(Re)load the models for these settings on the model thread; returns an error message or None."""
         self.settings = settings
-        self._cancel_all()
+        self.loads += 1
+        self.cancel_all()
         loop = asyncio.get_running_loop()
 
         def work() -> Pipeline:
@@ -289,7 +293,8 @@ class CompletionService:
         req = plan.request
         doc = Document(req.document.path, prefix + plan.suffix, req.document.language)
         line, col = prefix.count("\n"), len(prefix) - (prefix.rfind("\n") + 1)
-        asyncio.ensure_future(self._run_prefetch(uri, replace(req, document=doc, line=line, col=col), plan.prefix))
+        self.tasks.spawn(self._run_prefetch(uri, replace(req, document=doc, line=line, col=col), plan.prefix),
+                         "a prefetch")
 
     async def _run_prefetch(self, uri: str, req: CompletionRequest, base: str) -> None:
         pipeline = self.pipeline
@@ -298,7 +303,8 @@ class CompletionService:
         loop = asyncio.get_running_loop()
         try:
             plan = await loop.run_in_executor(self.context_pool, pipeline.plan, req)
-        except Exception:
+        except Exception as e:   # the edit that followed made the place invalid: nothing to prefetch
+            log.debug("prefetch at %s:%d not planned: %s", uri.rsplit("/", 1)[-1], req.line + 1, e)
             return
         if (not plan.mode.complete or uri in self._latest or self.jobs.get(uri) or self.pipeline is not pipeline
                 or self.cache.lookup(uri, plan.prefix, plan.suffix, count=False) is not None or self.too_far(plan)):
@@ -306,7 +312,8 @@ class CompletionService:
         job = self._start(uri, plan, base=base)
         try:
             gen = await asyncio.shield(job.future)
-        except Exception:
+        except Exception as e:   # the engine's fault was the job's own to report (_finished); none to store
+            log.debug("prefetch at %s:%d failed: %s", uri.rsplit("/", 1)[-1], req.line + 1, e)
             return
         if gen is None or gen.stop_reason == "cancelled":
             return
@@ -357,7 +364,7 @@ class CompletionService:
             self.stats.wasted_tokens += len(gen.tokens)
             return
         self.stats.add_drafters(job.plan.request.document.language, gen.drafters)
-        asyncio.ensure_future(self._store_final(job, gen))
+        self.tasks.spawn(self._store_final(job, gen), "storing a generation's answer")
 
     async def _store_final(self, job: Job, gen: Generation) -> None:
         """Keep what a generation wrote in the cache: its whole answer (an early answer showed only a part),
@@ -454,12 +461,32 @@ class CompletionService:
             return 0
         return max(0, len(pipeline.stable_tokens(plan)) - CURSOR_LINE_TOKENS)
 
-    def _cancel_all(self) -> None:
+    def cancel_all(self) -> None:
         self.filler.pre_empt()
         self.filler.cancel.set()
         for jobs in self.jobs.values():
             for job in jobs:
                 job.cancel.set()
+
+    # ---- what the protocol stage shows and counts -----------------------------------------------------
+
+    def count_shown(self) -> None:
+        self.stats.shown += 1
+
+    def count_accepted(self, chars: int) -> None:
+        self.stats.accepted += 1
+        self.stats.accepted_chars += chars
+
+    def warnings(self) -> list[str]:
+        """What the loaded models and the prompt budgets warn about (said once after a load)."""
+        if self.pipeline is None:
+            return []
+        engine = self.pipeline.engine
+        return engine.warnings + self.pipeline.warnings + engine.notices()
+
+    def notices(self) -> list[str]:
+        """What the engine has to say since it was last asked (a model file damaged under it, a backend down)."""
+        return self.pipeline.engine.notices() if self.pipeline is not None else []
 
     def summary(self, include_records: bool = False) -> dict:
         out = self.stats.summary(self.cache.hits, self.cache.lookups, include_records)
@@ -482,14 +509,18 @@ class CompletionService:
             out["memory"]["page_outlines"] = {"entries": len(self.pipeline.outlines),
                                               "limit": self.pipeline.outlines.limit}
             out["draft_model"] = {"resident": engine.draft is not None, "decision": engine.draft_decision}
+            out["engine"] = {"target_evaluated": engine.target.counters.evaluated,
+                             "target_reused": engine.target.counters.reused, "warnings": list(engine.warnings)}
             if backend := engine.summary():
                 out["backend"] = backend
         out["fill"] = self.filler.summary()
+        out["loads"] = self.loads
+        out["background"] = {"running": len(self.tasks), "failed": self.tasks.failures}
         return out
 
     def shutdown(self) -> None:
         self.filler.stop()
-        self._cancel_all()
+        self.cancel_all()
         self.model_pool.shutdown(wait=True)
         self.context_pool.shutdown(wait=False)
         if self.pipeline is not None:

@@ -1,0 +1,142 @@
+"""A scripted engine for the service's control logic (make check): no model file, a character tokenizer, a
+generate that writes a scripted text one token per step, calls back as the real one does and honours cancel. It
+keeps a live cache of the last prompt's tokens, so `cached` and pre-emption behave as the engine's do; evaluation
+takes `token_s` per token. What it writes comes from `answer(prefix) -> text`."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from lsp_server.engine import EngineConfig, Generation
+from lsp_server.engine.vocab import FimTokens
+
+FIM = FimTokens(prefix=1, suffix=2, middle=3, repo_name=4, file_sep=5)
+BASE = 1000
+
+
+@dataclass
+class Counters:
+    evaluated: int = 0
+    reused: int = 0
+
+
+@dataclass
+class Target:
+    counters: Counters = field(default_factory=Counters)
+    tokens: list[int] = field(default_factory=list)   # the live cache
+
+
+class ScriptedEngine:
+    def __init__(self, answer: Callable[[str], str], token_s: float = 0.0005, step_s: float = 0.002):
+        self.answer, self.token_s, self.step_s = answer, token_s, step_s
+        self.cfg = EngineConfig(stats_path="", calibration_path="")
+        self.fim = FIM
+        self.target = Target()
+        self.draft = None
+        self.draft_decision = "none (scripted)"
+        self.backend = None
+        self.warnings: list[str] = []
+        self.prompt_tok_s = 1 / token_s
+        self.lock = threading.Lock()
+        self.generations: list[str] = []   # the prefix of each generation that ran (for the tests)
+        self.prompts: list[list[int]] = []  # and its prompt
+        self.cancelled = 0
+
+    # ---- tokens --------------------------------------------------------------------------------------------
+
+    def tokenize(self, text: str) -> list[int]:
+        return [BASE + ord(c) for c in text]
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return "".join(chr(t - BASE) for t in tokens if t >= BASE)
+
+    # ---- the engine's interface ------------------------------------------------------------------------------
+
+    def cached(self, tokens: list[int]) -> int:
+        n, live = 0, self.target.tokens
+        for a, b in zip(tokens, live):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    def prompt_seconds(self, tokens: int) -> float:
+        return tokens * self.token_s
+
+    def _prefill(self, tokens: list[int], cancel) -> int:
+        have = self.cached(tokens)
+        self.target.counters.reused += have
+        self.target.tokens = tokens[:have]
+        for i in range(have, len(tokens)):
+            if cancel is not None and cancel.is_set() and i >= getattr(cancel, "keep_until", 0):
+                return -1
+            time.sleep(self.token_s)
+            self.target.tokens.append(tokens[i])
+            self.target.counters.evaluated += 1
+        return len(tokens) - have
+
+    def prewarm(self, tokens: list[int], cancel=None, draft: bool = False, keep: int = 0) -> int:
+        with self.lock:
+            before = self.target.counters.evaluated
+            self._prefill(tokens, cancel)
+            return self.target.counters.evaluated - before
+
+    def generate(self, req, cancel=None) -> Generation:
+        with self.lock:
+            t0 = time.perf_counter()
+            done = self._prefill(req.tokens, cancel)
+            prompt_s = time.perf_counter() - t0
+            reused = len(req.tokens) - max(0, done)
+            if done < 0:
+                self.cancelled += 1
+                return Generation("", [], "cancelled", len(req.tokens), reused, prompt_s, 0.0, 0)
+            if req.on_prompt:
+                req.on_prompt(len(req.tokens), reused, 0, prompt_s)
+            self.generations.append(req.left_text)
+            self.prompts.append(list(req.tokens))
+            script = self.answer(req.left_text)
+            out, reason = "", "eog"
+            t1 = time.perf_counter()
+            for ch in script:
+                if cancel is not None and cancel.is_set():
+                    reason = "cancelled"
+                    self.cancelled += 1
+                    break
+                if len(out) >= req.max_tokens:
+                    reason = "length"
+                    break
+                time.sleep(self.step_s)
+                out += ch
+                if any(s in out for s in req.stop):
+                    out = out[:min(out.find(s) for s in req.stop if s in out)]
+                    reason = "stop"
+                    break
+                if req.single_line and ch == "\n" and out.strip():
+                    out = out[:-1]
+                    reason = "stop"
+                    break
+                if req.on_text:
+                    req.on_text(out, len(out))
+            toks = self.tokenize(out)
+            return Generation(out, toks, reason, len(req.tokens), reused, prompt_s, time.perf_counter() - t1,
+                              len(toks))
+
+    def tune(self, *args) -> None:
+        pass
+
+    def store_summary(self) -> dict:
+        return {"budget_bytes": 0, "bytes": 0, "target": None, "draft": None, "prompt_tok_s": self.prompt_tok_s}
+
+    def summary(self) -> dict:
+        return {}
+
+    def notices(self) -> list[str]:
+        return []
+
+    def loaded(self) -> str:
+        return "scripted engine"
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,127 @@
+"""The service's control logic with a scripted engine (tests/scripted.py): answers, the typing cache, supersede,
+joining a running generation, the fill pre-empted by a request, background tasks that fail. No model file: this is
+`make check`'s tier; the same paths run with the real models in test_server*.py."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+
+import pytest
+
+from lsp_server.context import Document
+from lsp_server.pipeline import CompletionRequest, Pipeline
+from lsp_server.service.scheduler import CompletionService, budget_of
+from lsp_server.service.settings import Settings
+from scripted import FIM, ScriptedEngine
+
+pytestmark = pytest.mark.asyncio
+
+TEXT = "def area(w, h):\n    \n\nprint(area(2, 3))\n"
+URI = "file:///t/area.py"
+
+
+def service(answer=lambda prefix: "return w * h\n", warmup_pause_ms: int = -1,
+            **kw) -> tuple[CompletionService, ScriptedEngine]:
+    settings = Settings(early_answer_ms=0, time_budget_ms=0, prompt_budget_ms=-1, prefetch=False,
+                        warmup_pause_ms=warmup_pause_ms)
+    engine = ScriptedEngine(answer, **kw)
+    svc = CompletionService()
+    svc.settings = settings
+    svc.pipeline = Pipeline(engine, budget_of(settings), settings.fast_prefix_tokens)
+    return svc, engine
+
+
+def request(text: str = TEXT, line: int = 1, col: int = 4) -> CompletionRequest:
+    return CompletionRequest(Document("/t/area.py", text, "python"), line, col)
+
+
+async def test_an_answer_then_the_same_place_from_the_cache():
+    svc, engine = service()
+    first = await svc.complete(URI, request())
+    assert (first.text, first.source) == ("return w * h", "model")
+    again = await svc.complete(URI, request())
+    assert (again.text, again.source) == ("return w * h", "cache")
+    assert len(engine.generations) == 1
+
+
+async def test_typing_through_the_answer_is_served_from_the_cache():
+    svc, engine = service()
+    await svc.complete(URI, request())
+    typed = TEXT.replace("    \n", "    return \n", 1)
+    got = await svc.complete(URI, request(typed, 1, 11))
+    assert (got.text, got.source) == ("w * h", "cache")
+    assert len(engine.generations) == 1
+
+
+async def test_a_newer_request_supersedes_the_older_one():
+    svc, engine = service(token_s=0.002)    # a prompt of ~50 tokens: 0.1 s
+    older = asyncio.ensure_future(svc.complete(URI, request()))
+    await asyncio.sleep(0.02)
+    typed = TEXT.replace("    \n", "    r\n", 1)
+    newer = await svc.complete(URI, request(typed, 1, 5))
+    old = await older
+    assert old.source == "superseded" and old.text == ""
+    assert newer.source in ("model", "reuse") and newer.text
+
+
+async def test_a_request_that_typed_what_the_generation_writes_joins_it():
+    svc, engine = service(step_s=0.02)       # 12 characters: about 0.25 s of generation
+    first = asyncio.ensure_future(svc.complete(URI, request()))
+    while not engine.generations:
+        await asyncio.sleep(0.005)
+    await asyncio.sleep(0.08)                # a few characters written
+    typed = TEXT.replace("    \n", "    re\n", 1)
+    got = await svc.complete(URI, request(typed, 1, 6))
+    assert got.source == "reuse" and got.text == "turn w * h", got
+    await first
+    assert len(engine.generations) == 1      # no second generation
+
+
+async def test_a_request_pre_empts_the_fill_and_the_fill_goes_on_afterwards():
+    long = "\n".join(f"x{i} = {i}" for i in range(400)) + "\n" + TEXT
+    svc, engine = service(warmup_pause_ms=10, token_s=0.001)   # the page: ~800 tokens, 0.8 s
+    svc.schedule_warmup(URI, request(long, 0, 0))              # opened at its top: the fill starts there
+    while svc.filler.step is None:
+        await asyncio.sleep(0.005)
+    got = await svc.complete(URI, request(long, 401, 4))
+    assert got.text == "return w * h" and got.source == "model"
+    assert svc.filler.stats.preempted == 1
+    runs = svc.filler.stats.runs
+    for _ in range(200):                                        # idle again: the fill takes up the new place
+        if svc.filler.stats.runs > runs:
+            break
+        await asyncio.sleep(0.01)
+    assert svc.filler.stats.runs > runs
+
+
+def suffix_len(tokens: list[int]) -> int:
+    return tokens.index(FIM.middle) - tokens.index(FIM.suffix) - 1
+
+
+async def test_the_suffix_is_longer_at_rest_than_while_typing():
+    below = "".join(f"print(area({i}, {i}))\n" for i in range(20))
+    text = "def area(w, h):\n    \n\n" + below
+    svc, engine = service(answer=lambda prefix: "zz\n")    # never what is typed next: no answer from the cache
+    svc.apply(replace(svc.settings, suffix_tokens_at_rest=128))   # off by default on a CPU (settings.py)
+    await svc.complete(URI, request(text))                  # arrived here: at rest
+    typed = text.replace("    \n", "    r\n", 1)
+    await svc.complete(URI, request(typed, 1, 5))           # a keystroke at once: typing
+    rest, typing = (suffix_len(p) for p in engine.prompts)
+    settings = svc.settings
+    assert typing <= settings.suffix_tokens_in_block < rest <= settings.suffix_tokens_at_rest, (rest, typing)
+
+
+async def test_a_failing_background_task_is_logged_and_counted(caplog):
+    svc, _ = service()
+
+    async def broken():
+        raise RuntimeError("boom")
+
+    with caplog.at_level(logging.ERROR, logger="tandem.service"):
+        task = svc.tasks.spawn(broken(), "a test task")
+        with pytest.raises(RuntimeError):
+            await task
+        await asyncio.sleep(0)
+    assert svc.tasks.failures == 1 and len(svc.tasks) == 0
+    assert any("a test task failed: boom" in r.getMessage() for r in caplog.records)
