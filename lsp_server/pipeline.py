@@ -165,7 +165,7 @@ class Pipeline:
     def fast_sizes(self) -> tuple[int, int, int]:
         """The fast prompts, smallest first: the quick one, and two and four times as long. On real files the
         quick one's first lines were right half as often as the page's, the one twice as long almost as often
-        (eval real, tune half: 7, 11, 11 and 12 of 30); the fill evaluates the longer two, and a request takes
+        (eval real, tune half: 7, 11, 11 and 12 of 31); the fill evaluates the longer two, and a request takes
         the longest whose missing part evaluates within the prompt budget at the machine's measured speed."""
         return self.fast_tokens, 2 * self.fast_tokens, 4 * self.fast_tokens
 

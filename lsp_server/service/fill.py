@@ -1,9 +1,9 @@
 """Filling ahead: what the model thread evaluates while the user is idle, for the place the user is at (the
-focus: the newest edit, request, cursor move or opened document). In order: the short prompt of a fast answer
-where the page's state is far from cached (a quick one, then one twice as long); the page itself, to its end,
-so that every cursor in it is served; the next page where typing on will soon need it; the prompt at the
-cursor, so that a request there evaluates nothing; and the pages next to the cursor's, above and below, where
-a short jump lands. Chunk by chunk: a request pre-empts it within one chunk (llama.cpp's abort callback),
+focus: the newest edit, request, cursor move or opened document). In order: the short prompts of a fast
+answer where the page's state is far from cached (twice the quick one's size, then four times); the page
+itself, to its end, so that every cursor in it is served; the next page where typing on will soon need it; the
+prompt at the cursor, so that a request there evaluates nothing; and the pages next to the cursor's, above and
+below, where a short jump lands. Chunk by chunk: a request pre-empts it within one chunk (llama.cpp's abort callback),
 keeping what the two prompts share; the engine's KV store keeps what was evaluated, and the fill resumes from
 there once the model is idle again."""
 from __future__ import annotations
