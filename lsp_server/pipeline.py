@@ -12,7 +12,7 @@ from . import postprocess
 from .context import Document
 from .context.assemble import CursorContext, DefinitionIndex, DocumentFiles, PageOutlines, gather
 from .context.trigger import Mode, code_follows
-from .engine import Engine, Generation, GenerationRequest
+from .engine import CUT_SHORT, ENDS_HOLE, Engine, Generation, GenerationRequest
 from .prompt import Prompt, PromptBudget, PromptParts, build_fast_prompt, build_prompt, near_fills
 from .prompt.pages import SegmentTokens
 
@@ -88,7 +88,6 @@ class Completion:
 
 # how a generation ends that says the hole is filled: the model's end of the middle, or a stop string (it began
 # to write the code below again)
-ENDS_HOLE = ("eog", "stop")
 # room kept free of prompt in the context: a completion's tokens, the draft, and the file header's few tokens
 GENERATION_RESERVE = 128 + 64
 # where one line or a block may be wanted, the token limit stays at the block limit the single-line set was tuned
@@ -221,7 +220,7 @@ class Pipeline:
             keep=plan.prompt.stable), cancel)
 
     def finish(self, plan: Plan, gen: Generation) -> Completion:
-        around = replace(plan.around, truncated=gen.stop_reason in ("length", "time"),
+        around = replace(plan.around, truncated=gen.stop_reason in CUT_SHORT,
                          ended=gen.stop_reason in ENDS_HOLE)
         return Completion(self.finish_text(around, gen.text), gen.text, gen, plan.prompt, plan.mode)
 

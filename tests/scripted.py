@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from lsp_server.engine import EngineConfig, Generation
+from lsp_server.engine import EngineConfig, Generation, StopReason
 from lsp_server.engine.vocab import FimTokens
 
 FIM = FimTokens(prefix=1, suffix=2, middle=3, repo_name=4, file_sep=5)
@@ -91,31 +91,31 @@ class ScriptedEngine:
             reused = len(req.tokens) - max(0, done)
             if done < 0:
                 self.cancelled += 1
-                return Generation("", [], "cancelled", len(req.tokens), reused, prompt_s, 0.0, 0)
+                return Generation("", [], StopReason.CANCELLED, len(req.tokens), reused, prompt_s, 0.0, 0)
             if req.on_prompt:
                 req.on_prompt(len(req.tokens), reused, 0, prompt_s)
             self.generations.append(req.left_text)
             self.prompts.append(list(req.tokens))
             script = self.answer(req.left_text)
-            out, reason = "", "eog"
+            out, reason = "", StopReason.EOG
             t1 = time.perf_counter()
             for ch in script:
                 if cancel is not None and cancel.is_set():
-                    reason = "cancelled"
+                    reason = StopReason.CANCELLED
                     self.cancelled += 1
                     break
                 if len(out) >= req.max_tokens:
-                    reason = "length"
+                    reason = StopReason.LENGTH
                     break
                 time.sleep(self.step_s)
                 out += ch
                 if any(s in out for s in req.stop):
                     out = out[:min(out.find(s) for s in req.stop if s in out)]
-                    reason = "stop"
+                    reason = StopReason.STOP
                     break
                 if req.single_line and ch == "\n" and out.strip():
                     out = out[:-1]
-                    reason = "stop"
+                    reason = StopReason.STOP
                     break
                 if req.on_text:
                     req.on_text(out, len(out))

@@ -2,7 +2,7 @@
 from .engine import Engine, EngineConfig
 from .gguf import ModelFileError
 from .llama import Cancel, Cancelled, ContextFullError, shared_prefix
-from .speculative import Generation, GenerationRequest
+from .speculative import CUT_SHORT, ENDS_HOLE, Generation, GenerationRequest, StopReason
 
 
 def make_engine(cfg: EngineConfig, backend=None, log=None):
@@ -15,4 +15,4 @@ def make_engine(cfg: EngineConfig, backend=None, log=None):
     return Engine(cfg, **kw)
 
 __all__ = ["Engine", "EngineConfig", "ModelFileError", "Cancel", "Cancelled", "ContextFullError", "Generation",
-           "GenerationRequest", "make_engine", "shared_prefix"]
+           "GenerationRequest", "make_engine", "shared_prefix", "StopReason", "ENDS_HOLE", "CUT_SHORT"]

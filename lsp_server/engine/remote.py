@@ -22,7 +22,7 @@ from .backend import BackendConfig, BackendError
 from .engine import EngineConfig
 from .gguf import ModelFileError
 from .llama import ContextFullError, ModelCounters, VocabularyFile, shared_prefix
-from .speculative import DrafterCount, Generation, GenerationRequest, text_stop
+from .speculative import DrafterCount, Generation, GenerationRequest, StopReason, text_stop
 from .vocab import fim_tokens
 
 # httpx logs every request at INFO: the server's own log says what matters
@@ -258,7 +258,7 @@ class RemoteEngine:
         t0 = time.perf_counter()
         n = len(req.tokens)
         if self.health.waiting():
-            return Generation("", [], "error", n, 0, 0.0, 0.0, 0)
+            return Generation("", [], StopReason.ERROR, n, 0, 0.0, 0.0, 0)
         self.health.requests += 1
         try:
             if not self._connected:
@@ -276,11 +276,11 @@ class RemoteEngine:
                     except asyncio.CancelledError:
                         pass
                     self.slots[slot] = req.tokens[:reused]
-                    return Generation("", [], "cancelled", n, reused, time.perf_counter() - t0, 0.0, 0)
+                    return Generation("", [], StopReason.CANCELLED, n, reused, time.perf_counter() - t0, 0.0, 0)
             out: _Stream = task.result()
         except BackendError as e:
             self._failed(str(e))
-            return Generation("", [], "error", n, 0, time.perf_counter() - t0, 0.0, 0)
+            return Generation("", [], StopReason.ERROR, n, 0, time.perf_counter() - t0, 0.0, 0)
         self._succeeded(out.first_s)
         t_end = time.perf_counter()
         timings = out.timings
@@ -299,7 +299,7 @@ class RemoteEngine:
             drafters["server"] = c
             self.server_draft.drafted += c.drafted
             self.server_draft.accepted += c.accepted
-        return Generation(out.text, tokens, out.reason or "length", n, max(0, n - prompt_n), prompt_s,
+        return Generation(out.text, tokens, StopReason(out.reason or "length"), n, max(0, n - prompt_n), prompt_s,
                           max(0.0, t_end - t0 - prompt_s), len(tokens), drafters=drafters, prompt_computed=prompt_n)
 
     def _slot_for(self, tokens: list[int]) -> int:

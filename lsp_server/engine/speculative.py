@@ -5,11 +5,29 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Callable
 
 from .controller import Controller, Plan
 from .drafters import Draft, ModelDrafter, NgramDrafter, TemplateDrafter
 from .llama import Cancelled, ContextFullError, LlamaModel, top2
+
+
+class StopReason(StrEnum):
+    """Why a generation ended (a str: it compares with, and serializes as, its value)."""
+    EOG = "eog"               # the model's end of the middle (or of generation)
+    STOP = "stop"             # a stop string, or the end of a single-line request's line
+    LENGTH = "length"         # the token limit
+    TIME = "time"             # the time budget
+    CANCELLED = "cancelled"   # the caller's cancel flag
+    ERROR = "error"           # a remote engine failed (its health says why)
+
+
+
+# the model itself ended the middle (or began to write the code below): nothing is to come there
+ENDS_HOLE = (StopReason.EOG, StopReason.STOP)
+# a limit ended it while the model was still writing
+CUT_SHORT = (StopReason.LENGTH, StopReason.TIME)
 
 
 @dataclass
@@ -51,7 +69,7 @@ class DrafterCount:
 class Generation:
     text: str
     tokens: list[int]
-    stop_reason: str              # eog | stop | length | time | cancelled
+    stop_reason: StopReason       # (a remote engine's comes as the same values)
     prompt_tokens: int
     prompt_reused: int
     prompt_s: float
@@ -83,9 +101,9 @@ class _Output:
         self.text = ""
         self._longest_stop = max((len(s) for s in req.stop), default=0)
 
-    def emit(self, tok: int, margin: float | None) -> str | None:
+    def emit(self, tok: int, margin: float | None) -> StopReason | None:
         if self.target.is_eog(tok):
-            return "eog"
+            return StopReason.EOG
         self.tokens.append(tok)
         if margin is not None:
             self.margins.append(margin)
@@ -96,11 +114,12 @@ class _Output:
         if reason:
             return reason
         if len(self.tokens) >= self.req.max_tokens:
-            return "length"
+            return StopReason.LENGTH
         return None
 
 
-def text_stop(req: GenerationRequest, text: str, before: int, longest_stop: int) -> tuple[str, str | None]:
+def text_stop(req: GenerationRequest, text: str, before: int,
+              longest_stop: int) -> tuple[str, StopReason | None]:
     """The text cut where the request says generation ends (a stop string, or the first line with text of a
     single-line request), and "stop" if it was cut; `before` is how much of the text was checked already.
     Shared by the local loop and the remote engine, which sees the same text arrive over HTTP."""
@@ -108,14 +127,14 @@ def text_stop(req: GenerationRequest, text: str, before: int, longest_stop: int)
         start = max(0, before - longest_stop)
         cut = min((i for s in req.stop if (i := text.find(s, start)) >= 0), default=-1)
         if cut >= 0:
-            return text[:cut], "stop"
+            return text[:cut], StopReason.STOP
     if req.single_line:
         body = len(text) - len(text.lstrip())
         cut = text.find("\n", body) if body < len(text) else -1
         while cut >= 0 and req.goes_on and req.goes_on(text[:cut]):
             cut = text.find("\n", cut + 1)
         if cut >= 0:
-            return text[:cut], "stop"
+            return text[:cut], StopReason.STOP
     return text, None
 
 
@@ -144,7 +163,7 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         reused = target.prefill(req.tokens, cancel=cancel, keep=req.keep)
     except Cancelled:
         t = time.perf_counter() - t0
-        return Generation("", [], "cancelled", len(req.tokens), 0, t, 0.0, 0,
+        return Generation("", [], StopReason.CANCELLED, len(req.tokens), 0, t, 0.0, 0,
                           prompt_computed=target.counters.evaluated - evaluated_before)
     t_gen = time.perf_counter()
     restored = target.counters.restored - restored_before
@@ -174,10 +193,10 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         if reason:
             break
         if cancel is not None and cancel.is_set():
-            reason = "cancelled"
+            reason = StopReason.CANCELLED
             break
         if req.time_budget_s is not None and time.perf_counter() - t_gen - paused > req.time_budget_s:
-            reason = "time"
+            reason = StopReason.TIME
             break
         if ngram:
             ngram.extend([tok])

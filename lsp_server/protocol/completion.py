@@ -76,7 +76,7 @@ def register(server: TandemServer) -> None:
             insert_text=ans.text, range=here,
             command=types.Command(title="Tandem: accepted", command=ACCEPT_COMMAND,
                                   arguments=[{"uri": params.text_document.uri, "chars": len(ans.text),
-                                              "source": ans.source}]))])
+                                              "source": str(ans.source)}]))])
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION,
                     types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS, resolve_provider=False))
@@ -98,6 +98,6 @@ def register(server: TandemServer) -> None:
             text_edit=types.TextEdit(range=types.Range(start=start, end=params.position), new_text=new_text),
             command=types.Command(title="Tandem: accepted", command=ACCEPT_COMMAND,
                                   arguments=[{"uri": params.text_document.uri, "chars": len(ans.text),
-                                              "source": ans.source}]))
+                                              "source": str(ans.source)}]))
         # incomplete: the next keystroke asks again, which the typing-through cache answers at once
         return types.CompletionList(is_incomplete=True, items=[item])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ..engine import Cancel
+from ..engine import Cancel, StopReason
 from ..pipeline import Plan
 from ..postprocess.drop_unfinished_line import LAST_WORD
 
@@ -53,7 +53,7 @@ class Job:
         post-processing keeps what is whole) while the generation goes on to fill the cache."""
         if self.future.done():
             gen = self.future.result()
-            if gen is None or gen.stop_reason == "cancelled":
+            if gen is None or gen.stop_reason == StopReason.CANCELLED:
                 return "gone"
             if not gen.text.startswith(typed):
                 return "diverged"

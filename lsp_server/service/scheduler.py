@@ -13,14 +13,14 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..context import Document
-from ..engine import Generation, make_engine, shared_prefix
-from ..pipeline import ENDS_HOLE, CompletionRequest, Pipeline, Plan
+from ..engine import CUT_SHORT, ENDS_HOLE, Generation, StopReason, make_engine, shared_prefix
+from ..pipeline import CompletionRequest, Pipeline, Plan
 from ..prompt import PromptBudget
 from .cache import TypingCache
 from .fill import Filler
 from .job import CURSOR_LINE_TOKENS, Job
 from .settings import Settings
-from .stats import Record, ServerStats
+from .stats import Record, ServerStats, Source
 from .tasks import Background
 
 log = logging.getLogger("tandem.service")
@@ -40,7 +40,7 @@ TYPING_PAGE_STEP = 32
 @dataclass
 class Answer:
     text: str
-    source: str          # model | fast | reuse | cache | skipped | superseded | not_ready | disabled
+    source: Source
     multiline: bool = False
     why: str = ""
 
@@ -121,9 +121,9 @@ class CompletionService:
         self._cancel_background(uri)
         lang = req.document.language
         if self.pipeline is None:
-            return self._done(t0, Answer("", "not_ready", why=self.load_error or "models are loading"), lang)
+            return self._done(t0, Answer("", Source.NOT_READY, why=self.load_error or "models are loading"), lang)
         if not self.settings.language_enabled(lang):
-            return self._done(t0, Answer("", "disabled", why=f"completions are off for {lang}"), lang)
+            return self._done(t0, Answer("", Source.DISABLED, why=f"completions are off for {lang}"), lang)
         # this request supersedes the document's older ones: they return empty now, whatever their job does
         loop = asyncio.get_running_loop()
         superseded = loop.create_future()
@@ -150,7 +150,7 @@ class CompletionService:
         plan = await loop.run_in_executor(self.context_pool, self.pipeline.plan, req)
         if not plan.mode.complete:
             self.filler.share([])
-            return self._done(t0, Answer("", "skipped", why=plan.mode.why), lang)
+            return self._done(t0, Answer("", Source.SKIPPED, why=plan.mode.why), lang)
         lead: list[int] = []
         if self.too_far(plan) and not (superseded.done() or self.pipeline is None):
             page = plan
@@ -160,12 +160,12 @@ class CompletionService:
         # the fill that this request pre-empted goes on only as far as this prompt agrees with it
         self.filler.share(plan.prompt.tokens)
         if superseded.done() or self.pipeline is None:
-            return self._done(t0, Answer("", "superseded", why="a newer request replaced it"), lang)
+            return self._done(t0, Answer("", Source.SUPERSEDED, why="a newer request replaced it"), lang)
         hit = self.cache.lookup(uri, plan.prefix, plan.suffix)
         if hit == "":   # the model said the hole ends here (see _store_final)
-            return self._done(t0, Answer("", "cache", plan.mode.multiline, why="the code below follows"), lang)
+            return self._done(t0, Answer("", Source.CACHE, plan.mode.multiline, why="the code below follows"), lang)
         if hit and not self._running_has_more(uri, plan, hit):
-            return self._done(t0, Answer(hit, "cache", plan.mode.multiline), lang)
+            return self._done(t0, Answer(hit, Source.CACHE, plan.mode.multiline), lang)
 
         return await self._answer(uri, plan, superseded, t0, lead)
 
@@ -241,9 +241,9 @@ class CompletionService:
                 reuse = None     # the generation went another way than the user: generate for this prefix
                 continue
             if got == "gone" or superseded.done() or self.pipeline is None:
-                return self._done(t0, Answer("", "superseded", why="a newer request or edit replaced it"), lang)
+                return self._done(t0, Answer("", Source.SUPERSEDED, why="a newer request or edit replaced it"), lang)
             _, raw, gen, early = got
-            truncated = early or (gen is not None and gen.stop_reason in ("length", "time"))
+            truncated = early or (gen is not None and gen.stop_reason in CUT_SHORT)
             around = replace(plan.around, truncated=truncated,
                              ended=not early and gen is not None and gen.stop_reason in ENDS_HOLE)
             text = await loop.run_in_executor(self.context_pool, self.pipeline.finish_text, around, raw)
@@ -251,7 +251,7 @@ class CompletionService:
             if text and self.settings.prefetch and plan.mode.multiline and gen is not None \
                     and gen.stop_reason not in ENDS_HOLE:   # the hole is filled: nothing to prefetch
                 self._prefetch(uri, plan, text)
-            source = "reuse" if job is reuse else "fast" if job.plan.fast else "model"
+            source = Source.REUSE if job is reuse else Source.FAST if job.plan.fast else Source.MODEL
             log.debug("answered (%s) after %.2fs: queue %.2fs, prompt %s", source, time.perf_counter() - t0,
                       job.queue_s, job.prompt_info)
             return self._done(t0, Answer(text, source, plan.mode.multiline), lang, job if job is not reuse else None)
@@ -315,7 +315,7 @@ class CompletionService:
         except Exception as e:   # the engine's fault was the job's own to report (_finished); none to store
             log.debug("prefetch at %s:%d failed: %s", uri.rsplit("/", 1)[-1], req.line + 1, e)
             return
-        if gen is None or gen.stop_reason == "cancelled":
+        if gen is None or gen.stop_reason == StopReason.CANCELLED:
             return
         # its answer reaches the cache through _store_final, like every finished generation
         self.stats.prefetches += 1
@@ -360,7 +360,7 @@ class CompletionService:
         if gen is None:
             return
         self.stats.generated_tokens += len(gen.tokens)
-        if gen.stop_reason == "cancelled":
+        if gen.stop_reason == StopReason.CANCELLED:
             self.stats.wasted_tokens += len(gen.tokens)
             return
         self.stats.add_drafters(job.plan.request.document.language, gen.drafters)
@@ -374,7 +374,7 @@ class CompletionService:
             return
         loop = asyncio.get_running_loop()
         ended = gen.stop_reason in ENDS_HOLE
-        full = replace(plan.around, truncated=gen.stop_reason in ("length", "time"), ended=ended)
+        full = replace(plan.around, truncated=gen.stop_reason in CUT_SHORT, ended=ended)
         whole = await loop.run_in_executor(self.context_pool, pipeline.finish_text, full, text)
         self.cache.store(job.uri, plan.prefix, plan.suffix, whole)
         if gen.stop_reason in ENDS_HOLE and whole and whole.rstrip() == text.rstrip():
@@ -396,7 +396,7 @@ class CompletionService:
             self.cache.store(job.uri, plan.prefix + shown, plan.suffix, "", done=True)
             return
         # (where the model ended a block it may be missing, the rest of that block)
-        around = replace(plan.around, prefix=plan.prefix + shown, truncated=gen.stop_reason in ("length", "time"),
+        around = replace(plan.around, prefix=plan.prefix + shown, truncated=gen.stop_reason in CUT_SHORT,
                          ended=ended)
         nxt = await loop.run_in_executor(self.context_pool, pipeline.finish_text, around, text[len(shown):])
         if nxt.strip():

@@ -5,14 +5,27 @@ import threading
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 
 RECORDS = 2000
+
+
+class Source(StrEnum):
+    """Where an answer came from (a str: it compares with, and serializes as, its value)."""
+    MODEL = "model"             # a generation from the page's prompt
+    FAST = "fast"               # a generation from a short prompt of the nearest lines
+    REUSE = "reuse"             # a running generation the request joined
+    CACHE = "cache"             # the typing cache
+    SKIPPED = "skipped"         # no completion belongs here (the context stage said why)
+    SUPERSEDED = "superseded"   # a newer request or edit replaced it
+    NOT_READY = "not_ready"     # the models are loading (or could not be loaded)
+    DISABLED = "disabled"       # completions are off for the language
 
 
 @dataclass
 class Record:
     language: str
-    source: str              # model | fast | reuse | cache | skipped | superseded | cancelled | error | not_ready
+    source: Source
     latency_s: float         # request received -> answer sent
     prompt_tokens: int = 0
     prompt_evaluated: int = 0
@@ -78,9 +91,9 @@ class ServerStats:
             d["steps"] += c.steps
 
     def summary(self, cache_hits: int, cache_lookups: int, include_records: bool = False) -> dict:
-        answered = [r for r in self.records if r.source in ("model", "fast", "reuse", "cache")]
+        answered = [r for r in self.records if r.source in (Source.MODEL, Source.FAST, Source.REUSE, Source.CACHE)]
         lat = [r.latency_s * 1000 for r in answered]
-        model = [r for r in self.records if r.source in ("model", "fast") and r.prompt_tokens]
+        model = [r for r in self.records if r.source in (Source.MODEL, Source.FAST) and r.prompt_tokens]
         ratios = [r.prompt_evaluated / r.prompt_tokens for r in model]
         out = {
             "requests": len(self.records),
