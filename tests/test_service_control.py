@@ -125,3 +125,4 @@ async def test_a_failing_background_task_is_logged_and_counted(caplog):
         await asyncio.sleep(0)
     assert svc.tasks.failures == 1 and len(svc.tasks) == 0
     assert any("a test task failed: boom" in r.getMessage() for r in caplog.records)
+

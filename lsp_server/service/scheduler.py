@@ -17,6 +17,7 @@ from ..engine import CUT_SHORT, ENDS_HOLE, Generation, StopReason, make_engine, 
 from ..pipeline import CompletionRequest, Pipeline, Plan
 from ..prompt import PromptBudget
 from .cache import TypingCache
+from .cache_writes import cache_writes
 from .fill import Filler
 from .job import CURSOR_LINE_TOKENS, Job
 from .settings import Settings
@@ -367,43 +368,14 @@ class CompletionService:
         self.tasks.spawn(self._store_final(job, gen), "storing a generation's answer")
 
     async def _store_final(self, job: Job, gen: Generation) -> None:
-        """Keep what a generation wrote in the cache: its whole answer (an early answer showed only a part),
-        and for a one-line job that went on past its line, the next line, for when this one is accepted."""
-        pipeline, plan, text = self.pipeline, job.plan, gen.text
-        if pipeline is None:
+        """Keep what a generation wrote in the cache (cache_writes.py; its post-processing runs on the context
+        thread)."""
+        if self.pipeline is None:
             return
-        loop = asyncio.get_running_loop()
-        ended = gen.stop_reason in ENDS_HOLE
-        full = replace(plan.around, truncated=gen.stop_reason in CUT_SHORT, ended=ended)
-        whole = await loop.run_in_executor(self.context_pool, pipeline.finish_text, full, text)
-        self.cache.store(job.uri, plan.prefix, plan.suffix, whole)
-        if gen.stop_reason in ENDS_HOLE and whole and whole.rstrip() == text.rstrip():
-            # the model ended the middle, or went on to write the code below again: where its text ends, the
-            # hole is filled, and the next suggestion there is none (not a generation that writes more)
-            self.cache.store(job.uri, plan.prefix + whole, plan.suffix, "", done=True)
-        # key it by the line as it was shown (after post-processing), which is what an accept inserts; a line
-        # that opens a block is keyed alone too, its body then being the next line
-        alone = replace(plan.around, with_body=False)
-        end = alone.line_end(text, final=True)
-        if not plan.continues or end < 0:
-            return
-        shown = await loop.run_in_executor(self.context_pool, pipeline.finish_text, alone, text[:end])
-        if not shown or not text.startswith(shown):
-            return
-        if alone.body_below(shown):
-            # the line opens a block whose body is the code below: the hole is filled, whatever body the
-            # model went on to write of its own (HumanEval/132/L5: an `elif` line was missing)
-            self.cache.store(job.uri, plan.prefix + shown, plan.suffix, "", done=True)
-            return
-        # (where the model ended a block it may be missing, the rest of that block)
-        around = replace(plan.around, prefix=plan.prefix + shown, truncated=gen.stop_reason in CUT_SHORT,
-                         ended=ended)
-        nxt = await loop.run_in_executor(self.context_pool, pipeline.finish_text, around, text[len(shown):])
-        if nxt.strip():
-            self.cache.store(job.uri, plan.prefix + shown, plan.suffix, nxt)
-            self.stats.continued += 1
-            if gen.stop_reason in ENDS_HOLE and shown + nxt == text:
-                self.cache.store(job.uri, plan.prefix + text, plan.suffix, "", done=True)
+        writes = await asyncio.get_running_loop().run_in_executor(self.context_pool, cache_writes, job.plan, gen)
+        for w in writes:
+            self.cache.store(job.uri, w.prefix, w.suffix, w.text, done=w.done)
+            self.stats.continued += w.continued
 
     def _done(self, t0: float, ans: Answer, language: str, job: Job | None = None) -> Answer:
         rec = Record(language, ans.source, time.perf_counter() - t0, multiline=ans.multiline,
