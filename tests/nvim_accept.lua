@@ -66,6 +66,8 @@ local test = coroutine.create(function()
   vim.api.nvim_input("<C-y><Esc>")
   wait_until(function() return vim.fn.mode() == "n" end, 10)
   result.after = vim.api.nvim_buf_get_lines(0, row - 1, row + 3, false)
+  local s = require("tandem").stats(0)
+  result.loads = s and s.loads   -- the client's configuration after `initialized` must not load them again
   finish(true)
 end)
 

@@ -55,6 +55,8 @@ async def helix(lsp_client: LanguageClient):
     conf = tomllib.loads(HELIX.read_text())["language-server"]["tandem"]
     lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
         capabilities=HELIX_CAPS, root_uri=(FIXTURES / "lsp").as_uri(), initialization_options=conf["config"]))
+    # as Helix does right after `initialized`, while the models load
+    lsp_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=conf["config"]))
     s = await wait_ready(lsp_client)
     assert s["ready"], s["load_error"]
     yield
@@ -116,3 +118,7 @@ async def test_without_cancel_requests_the_newest_request_wins(helix: LanguageCl
     last = await asyncio.wait_for(tasks[-1], 60)
     assert len(last) == 1 and last[0].text_edit.new_text.strip()
     assert (await stats(helix))["by_source"].get("superseded", 0) >= 2
+
+
+async def test_the_models_load_once_although_the_configuration_came_during_the_load(helix: LanguageClient):
+    assert (await stats(helix))["loads"] == 1

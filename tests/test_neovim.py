@@ -38,3 +38,4 @@ def test_typing_brings_a_completion_and_accepting_inserts_it(tmp_path):
     # accepting inserted exactly the item after what was typed, and left the next line alone
     assert res["after"][0] == res["before"] + res["word"]
     assert res["after"][1] == "}"
+    assert res["loads"] == 1, res   # the configuration Neovim sends while they load does not load them again

@@ -82,5 +82,6 @@ def test_in_a_real_vscode(tmp_path):
     assert r.returncode == 0 and out["ok"], (out, r.stderr[-3000:])
     assert out["ghost"].strip() and out["line"].strip().startswith("value, ok := s.items[")
     assert out["cursor_moves"] >= 1     # the extension reported a move with no edit (tandem/didMoveCursor)
+    assert out["loads"] == 1, out       # its configuration after `initialized` did not load the models again
     assert shot.stat().st_size > 10_000   # the screenshot is the test's artifact
     print(f"screenshot: {shot}")

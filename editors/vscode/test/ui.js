@@ -101,6 +101,18 @@ async function main() {
     out.cursor_moves = m ? Number(m[1]) : null;
     note(`cursor moves reported: ${out.cursor_moves}`);
     out.ok = out.ok && out.cursor_moves > 0;
+    // and how many times the models loaded: the configuration the extension sends while they load must not
+    // load them again
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("Control+F");
+    await page.keyboard.press("Control+A");
+    await page.keyboard.type('"loads"', { delay: 20 });
+    await page.keyboard.press("Enter");
+    await new Promise((r) => setTimeout(r, 500));
+    const again = await page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els.map((e) => e.textContent));
+    const l = again.map((x) => x.replace(/\u00a0/g, " ")).join("\n").match(/"loads": (\d+)/);
+    out.loads = l ? Number(l[1]) : null;
+    note(`model loads: ${out.loads}`);
   } finally {
     await browser.close();
     server.kill();
