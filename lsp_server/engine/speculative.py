@@ -23,7 +23,6 @@ class StopReason(StrEnum):
     ERROR = "error"           # a remote engine failed (its health says why)
 
 
-
 # the model itself ended the middle (or began to write the code below): nothing is to come there
 ENDS_HOLE = (StopReason.EOG, StopReason.STOP)
 # a limit ended it while the model was still writing
