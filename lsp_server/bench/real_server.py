@@ -28,7 +28,7 @@ from pygls.lsp.client import LanguageClient
 
 from ..service.settings import Settings
 from .real_holes import Hole, read_source
-from .replay import Counts, Replayer, plain, position, running_server, server_stats
+from .replay import Counts, Replayer, plain, position, replace_range, running_server, server_stats
 
 THINK_S = 1.0           # at the spot before editing (as `tandem visits`)
 PAUSE_S = 1.0           # after removing the hole's text, before asking
@@ -74,13 +74,8 @@ class HoleVisitor:
 
     def _edit(self, rel: str, start: int, end: int, new: str) -> str:
         uri, version, text = self.docs[rel]
-        version += 1
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=position(text, start), end=position(text, end)), text=new)]))
-        text = text[:start] + new + text[end:]
-        self.docs[rel] = (uri, version, text)
+        text = replace_range(self.client, uri, version + 1, text, start, end, new)
+        self.docs[rel] = (uri, version + 1, text)
         return text
 
     def _reopen(self, rel: str) -> None:

@@ -86,6 +86,15 @@ def position(text: str, offset: int) -> types.Position:
     return types.Position(line=line, character=len(text[start:offset].encode("utf-16-le")) // 2)
 
 
+def replace_range(client, uri: str, version: int, text: str, start: int, end: int, new: str) -> str:
+    """Send the edit that replaces text[start:end] with `new` as the document's `version`; the text after it."""
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=position(text, start), end=position(text, end)), text=new)]))
+    return text[:start] + new + text[end:]
+
+
 def next_key(rest: str) -> str:
     """What the user presses next to type `rest`: one character, but a newline brings the next line's
     indentation with it (the editor's auto-indent), and leading indentation is one key (Tab)."""
@@ -178,11 +187,7 @@ class Replayer:
 
     def insert(self, uri: str, version: int, text: str, cursor: int, new: str) -> str:
         """Send the edit that inserts `new` at the cursor; the document's text after it."""
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=position(text, cursor), end=position(text, cursor)), text=new)]))
-        return text[:cursor] + new + text[cursor:]
+        return replace_range(self.client, uri, version, text, cursor, cursor, new)
 
     def count_through(self, through: bool, source: str) -> None:
         if through:

@@ -24,7 +24,7 @@ from pygls.exceptions import JsonRpcException
 
 from ..service.stats import percentile
 from .fixtures import find_fixture
-from .replay import Counts, Replayer, Typist, position, rss_peak_mb, running_server, server_stats
+from .replay import Counts, Replayer, Typist, position, replace_range, rss_peak_mb, running_server, server_stats
 
 THINK_S = 1.0     # finding the spot after a jump, a switch or an open, before editing
 PAUSE_S = 1.0     # after emptying the line, before asking (the measurement)
@@ -92,12 +92,7 @@ class Visitor:
 
     def _edit(self, key: str, start: int, end: int, new: str) -> None:
         uri, version, text = self.open[key]
-        version += 1
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=position(text, start), end=position(text, end)), text=new)]))
-        self.open[key] = (uri, version, text[:start] + new + text[end:])
+        self.open[key] = (uri, version + 1, replace_range(self.client, uri, version + 1, text, start, end, new))
 
     async def visit(self, v: Visit) -> Outcome:
         path, language = self.files[v.file]

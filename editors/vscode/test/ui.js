@@ -21,6 +21,20 @@ function freePort() {
   });
 }
 
+// a number in the statistics document shown in the editor: the find widget brings its line into view
+async function statsCounter(page, key) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+F");
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type(`"${key}"`, { delay: 20 });
+  await page.keyboard.press("Enter");
+  await new Promise((r) => setTimeout(r, 500));
+  const shown = await page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els.map((e) => e.textContent));
+  // Monaco renders spaces as non-breaking spaces
+  const m = shown.map((l) => l.replace(/\u00a0/g, " ")).join("\n").match(new RegExp(`"${key}": (\\d+)`));
+  return m ? Number(m[1]) : null;
+}
+
 async function main() {
   const userData = path.join(work, "user-data"), exts = path.join(work, "extensions"), ws = path.join(work, "ws");
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
@@ -92,26 +106,12 @@ async function main() {
     await page.waitForFunction(() => [...document.querySelectorAll(".tab")].some((t) => /Untitled/.test(t.textContent || "")),
                                null, { timeout: 30000 });
     await new Promise((r) => setTimeout(r, 500));
-    await page.keyboard.press("Control+F");
-    await page.keyboard.type('"cursor_moves"', { delay: 20 });
-    await page.keyboard.press("Enter");
-    await new Promise((r) => setTimeout(r, 500));
-    const shown = await page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els.map((e) => e.textContent));
-    const m = shown.map((l) => l.replace(/\u00a0/g, " ")).join("\n").match(/"cursor_moves": (\d+)/);
-    out.cursor_moves = m ? Number(m[1]) : null;
+    out.cursor_moves = await statsCounter(page, "cursor_moves");
     note(`cursor moves reported: ${out.cursor_moves}`);
     out.ok = out.ok && out.cursor_moves > 0;
     // and how many times the models loaded: the configuration the extension sends while they load must not
     // load them again
-    await page.keyboard.press("Escape");
-    await page.keyboard.press("Control+F");
-    await page.keyboard.press("Control+A");
-    await page.keyboard.type('"loads"', { delay: 20 });
-    await page.keyboard.press("Enter");
-    await new Promise((r) => setTimeout(r, 500));
-    const again = await page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els.map((e) => e.textContent));
-    const l = again.map((x) => x.replace(/\u00a0/g, " ")).join("\n").match(/"loads": (\d+)/);
-    out.loads = l ? Number(l[1]) : null;
+    out.loads = await statsCounter(page, "loads");
     note(`model loads: ${out.loads}`);
   } finally {
     await browser.close();
