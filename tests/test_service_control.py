@@ -126,3 +126,23 @@ async def test_a_failing_background_task_is_logged_and_counted(caplog):
     assert svc.tasks.failures == 1 and len(svc.tasks) == 0
     assert any("a test task failed: boom" in r.getMessage() for r in caplog.records)
 
+
+
+async def test_a_far_place_fills_the_fast_prompt_twice_the_quick_size_first_and_then_answers_from_it():
+    long = "\n".join(f"value_{i} = compute({i}, {i + 1})" for i in range(300)) + "\n" + TEXT
+    svc, engine = service(token_s=0.001)
+    svc.apply(replace(svc.settings, prompt_budget_ms=50))   # 50 tokens: the page (~1,000) is too far
+    req = request(long, 301, 4)
+    plan = svc.pipeline.plan(req)
+    assert svc.too_far(plan)
+    quick, twice, _ = (svc.pipeline.plan_fast(plan, n) for n in svc.pipeline.fast_sizes())
+    steps = svc.filler.steps(req)
+    assert steps[0].name == "fast" and steps[0].tokens == twice.prompt.tokens
+    # the quick one is never filled (a page this short leaves out the longest one too: it fills soon)
+    assert all(s.tokens != quick.prompt.tokens for s in steps)
+    assert [s.name for s in steps[:2]] == ["fast", "page"]
+    # nothing cached: the one with least to evaluate (the quick one) answers
+    assert svc._choose_prompt(plan).prompt.tokens == quick.prompt.tokens
+    # once the fill has evaluated the one twice as long, it fits the budget and answers instead
+    engine.prewarm(steps[0].tokens)
+    assert svc._choose_prompt(plan).prompt.tokens == twice.prompt.tokens
