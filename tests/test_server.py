@@ -203,6 +203,11 @@ async def test_bad_input_gets_an_error_and_the_server_stays_up(client: LanguageC
     assert any("binary" in m.message for m in client.messages)
     await expect_error(inline(client, huge_uri, types.Position(line=1, character=0)), -32602, "limit")
     await expect_error(inline(client, bin_uri, types.Position(line=0, character=3)), -32602, "binary")
+    # a secret file (the built-in list): never completed in, said once when it opens
+    env_uri, _ = open_doc(client, tmp_path / ".env", text="DATABASE_URL=postgres://admin:", language_id="dotenv")
+    await asyncio.sleep(0.2)
+    assert sum("secret file" in m.message for m in client.messages) == 1
+    await expect_error(inline(client, env_uri, types.Position(line=0, character=30)), -32602, "secret file")
     # a language without a grammar: plain text windows, still an answer
     txt_uri, _ = open_doc(client, tmp_path / "notes.unknownlang", text="TODO list:\n1. buy milk\n2. ",
                           language_id="unknownlang")

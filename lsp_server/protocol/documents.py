@@ -1,5 +1,5 @@
 """Open documents: pygls keeps the text in step with the editor (incremental sync); here we refuse what cannot
-be completed (too large, binary), tell the service about edits, and turn a document into a pipeline value."""
+or must not be completed (too large, binary, a secret file), tell the service about edits, and turn a document into a pipeline value."""
 from __future__ import annotations
 
 from lsprotocol import types
@@ -8,6 +8,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from ..context import Document, language_for_path
+from ..context.exclude import is_secret
 from ..pipeline import CompletionRequest
 from .server import TandemServer
 
@@ -30,7 +31,12 @@ def _check(ls: TandemServer, doc: TextDocument, announce: bool) -> None:
     except UnicodeEncodeError as e:   # JSON can carry lone UTF-16 surrogates; no tokenizer or parser takes them
         size, bad_at = len(doc.source.encode("utf-8", errors="surrogatepass")), e.start
     why = None
-    if size > ls.settings.max_file_bytes:
+    if is_secret(to_fs_path(doc.uri) or doc.uri):
+        # a key or a password typed here must not be completed (the model writes on what it sees), nor reach
+        # another file's prompt (a backend sends prompts off the machine); cannot be turned off
+        why = (f"{doc.filename or doc.uri} is a secret file (.env, keys, credentials: the built-in list); no "
+               f"completions in it, and its text never enters a prompt")
+    elif size > ls.settings.max_file_bytes:
         why = (f"{doc.filename or doc.uri} is {size:,} bytes, over the {ls.settings.max_file_bytes:,}-byte limit; "
                f"no completions in it")
     elif "\0" in doc.source:
