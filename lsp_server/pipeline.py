@@ -144,7 +144,8 @@ class Pipeline:
         """The request after the context and prompt stages. `fast`: a short prompt of the nearest lines, for an
         answer now where the cached state covers too little of the page's prompt."""
         ctx = gather(req.document, req.line, req.col, req.others, self.index, self.budget.context_tokens,
-                     self.files_chosen, self.outlines, root=req.root, recent=req.recent)
+                     self.files_chosen, self.outlines, root=req.root, recent=req.recent,
+                     near_tokens=self.budget.near_tokens)
         if req.multiline is not None:
             ctx.mode = Mode(True, req.multiline, "asked")
         return self._plan(req, ctx, fast)
@@ -153,7 +154,7 @@ class Pipeline:
         """The pages next to the plan's, below and above, for filling ahead (see prompt.near_fills)."""
         ctx = plan.context
         parts = PromptParts(ctx.prefix, ctx.suffix, path=ctx.path or plan.request.document.path, repo=ctx.repo,
-                            files=ctx.files, outline=ctx.outline, imports=ctx.imports)
+                            files=ctx.files, outline=ctx.outline, imports=ctx.imports, near_files=ctx.near_files)
         return near_fills(self.segments, parts, self.budget)
 
     def plan_fast(self, plan: Plan, tokens: int | None = None) -> Plan:
@@ -174,7 +175,7 @@ class Pipeline:
         max_tokens = req.max_tokens if multiline else min(req.max_tokens, LINE_OR_BLOCK_TOKENS) \
             if ctx.mode.maybe_block or ctx.needs else req.max_tokens_single_line
         parts = PromptParts(ctx.prefix, ctx.suffix, path=ctx.path or req.document.path, repo=ctx.repo,
-                            files=ctx.files, outline=ctx.outline, imports=ctx.imports)
+                            files=ctx.files, outline=ctx.outline, imports=ctx.imports, near_files=ctx.near_files)
         budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix), req.at_rest)
         if ctx.needs and (reach := uses_end(ctx.suffix, ctx.needs)):
             want = min(NEEDS_SUFFIX_TOKENS, len(self.segments.tokenize(ctx.suffix[:reach])))

@@ -2,11 +2,12 @@
 answered in-process by the server's pipeline with prompts of several shapes, scored like the suite (first line
 exact, similarities). No server, no timing: the quality each prompt shape can give, beside its size.
 
-    .venv/bin/python scripts/eval-real-prompts.py HALF LIMIT CONFIGS OUT.json
+    .venv/bin/python scripts/eval-real-prompts.py HALF LIMIT CONFIGS OUT.json [--cross]
 
 CONFIGS, comma-separated: MODEL SIZE [s SUFFIX]; MODEL T (the target) or D (the draft model alone); SIZE `page`
 (the server's page prompt) or N (a fast prompt of N tokens of the nearest lines); `sN` a suffix budget of N
-tokens (default: the server's). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
+tokens (default: the server's); `pN` the project around the file (the workspace root given), with N tokens of
+the definitions the nearest code uses in a fast prompt. Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
 import json
 import random
 import re
@@ -23,11 +24,10 @@ from lsp_server.bench.real_score import broken, score  # noqa: E402
 from lsp_server.context import Document  # noqa: E402
 from lsp_server.engine import EngineConfig, make_engine, registry  # noqa: E402
 from lsp_server.pipeline import CompletionRequest, Pipeline  # noqa: E402
-from lsp_server.service.scheduler import budget_of  # noqa: E402
 from lsp_server.service.settings import Settings  # noqa: E402
 
 
-def main(half: str, limit: int, configs: list[str], out: str) -> None:
+def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool = False) -> None:
     holes, projects = [], {}
     for spec in PROJECTS:
         if in_half(spec.name, half):
@@ -53,16 +53,20 @@ def main(half: str, limit: int, configs: list[str], out: str) -> None:
         line, col = holed[:start].count("\n"), start - (holed.rfind("\n", 0, start) + 1)
         doc = Document(str(p.root / h.file), holed, h.language)
         base = broken(text, h.language)
+        if cross_only and not h.cross_file:
+            continue
         row = {"id": h.task_id, "kind": h.kind, "lang": h.language, "cross": h.cross_file, "expected": h.expected}
         for c in configs:
-            kind, size, suffix = re.fullmatch(r"([TD])(page|\d+)(?:s(\d+))?", c).groups()
+            kind, size, suffix, near = re.fullmatch(r"([TD])(page|\d+)(?:s(\d+))?(?:p(\d+))?", c).groups()
             pl = pipeline(kind)
-            pl.budget = budget_of(Settings())
+            pl.budget = Settings().prompt_budget()
             if suffix:
                 pl.budget = replace(pl.budget, suffix_tokens=int(suffix), suffix_in_block=max(int(suffix), 64),
                                     suffix_at_rest=0)
+            if near is not None:
+                pl.budget = replace(pl.budget, near_tokens=int(near))
             req = CompletionRequest(doc, line, col, max_tokens=256, max_tokens_single_line=40, speculative=False,
-                                    force=True)
+                                    force=True, root=str(p.root) if near is not None else None)
             plan = pl.plan(req)
             if size != "page":
                 plan = pl.plan_fast(plan, int(size))
@@ -83,5 +87,5 @@ def main(half: str, limit: int, configs: list[str], out: str) -> None:
 
 if __name__ == "__main__":
     t0 = time.perf_counter()
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4])
+    main(sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4], "--cross" in sys.argv[5:])
     print(f"{time.perf_counter() - t0:.0f} s")

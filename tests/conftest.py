@@ -21,9 +21,8 @@ def engine():
 def pipeline(engine):
     """The server's pipeline: its prompt budgets and fast prompts from the default settings, as an editor gets."""
     from lsp_server.pipeline import Pipeline
-    from lsp_server.service.scheduler import budget_of
     from lsp_server.service.settings import Settings
-    return Pipeline(engine, budget_of(Settings()), Settings().fast_prefix_tokens)
+    return Pipeline(engine, Settings().prompt_budget(), Settings().fast_prefix_tokens)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -4,14 +4,13 @@ from lsp_server.context import Document
 from lsp_server.engine import Generation, StopReason
 from lsp_server.pipeline import CompletionRequest, Pipeline
 from lsp_server.service.cache_writes import CacheWrite, cache_writes
-from lsp_server.service.scheduler import budget_of
 from lsp_server.service.settings import Settings
 from scripted import ScriptedEngine
 
 
 def planned(text: str, line: int, col: int, multiline: bool | None = None):
     engine = ScriptedEngine(lambda prefix: "")
-    pipeline = Pipeline(engine, budget_of(Settings()))
+    pipeline = Pipeline(engine, Settings().prompt_budget())
     req = CompletionRequest(Document("/t/m.py", text, "python"), line, col, max_tokens=256, max_tokens_single_line=40,
                             multiline=multiline)
     return pipeline.plan(req)

@@ -3,6 +3,7 @@ read (secrets, ignored files), the ring of recent code, and how it all reaches t
 while the cursor moves in a function."""
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ from lsp_server.context.exclude import Excluder, is_secret
 from lsp_server.context.project import Project, candidates, find_root, read_source
 from lsp_server.context.ring import Ring, similarity
 from lsp_server.engine.vocab import FimTokens
-from lsp_server.prompt import PromptBudget, PromptParts, build_prompt
+from lsp_server.prompt import PromptBudget, PromptParts, build_fast_prompt, build_prompt
+from lsp_server.service.settings import Settings
 
 PROJECT = FIXTURES / "project"
 
@@ -269,6 +271,36 @@ def test_a_definition_from_an_unopened_file_reaches_the_head_with_relative_paths
     assert head.endswith("<|file_sep|>src/shop/cart.py\n")
     # without a root: today's head (other open documents only)
     assert gather(doc, line, col, [], DefinitionIndex(), 512, DocumentFiles()).files == []
+
+
+def test_the_fast_prompt_shows_the_definitions_its_nearest_lines_use_and_nothing_else_of_other_files():
+    root = PROJECT / "python"
+    doc = Document.read(str(root / "src" / "shop" / "cart.py"))
+    line, col = cursor_after(doc, "apply_voucher(")
+    chosen = DocumentFiles()
+    # room for one definition (apply_voucher with its docstring: ~300 characters)
+    ctx = gather(doc, line, col, [], DefinitionIndex(), 512, chosen, root=str(root), near_tokens=110)
+    assert [p for p, _ in ctx.near_files] == ["src/shop/pricing.py"]
+    assert "def apply_voucher(" in ctx.near_files[0][1]
+    assert len(ctx.files) > 1   # the page's head holds more: tax, money, the models
+    parts = PromptParts(ctx.prefix, ctx.suffix, path=ctx.path, repo=ctx.repo, files=ctx.files,
+                        near_files=ctx.near_files)
+    budget = PromptBudget(context_tokens=2048, near_tokens=400)
+    fast = build_fast_prompt(CharTokenizer(), parts, budget, 200)
+    head = head_text(fast.tokens)
+    assert head.startswith("<|repo_name|>python\n<|file_sep|>src/shop/pricing.py\ndef apply_voucher(")
+    assert "tax.py" not in head and "text.py" not in head and fast.files == 1
+    # the near room holds the fast prompt's files as the context room holds the page's: one that does not fit
+    # is left out
+    small = build_fast_prompt(CharTokenizer(), parts, replace(budget, near_tokens=50), 200)
+    assert head_text(small.tokens) == "<|repo_name|>python\n<|file_sep|>src/shop/cart.py\n" and small.files == 0
+    # the same scope keeps the same fast files (their cached state serves the next request); no room, no files
+    again = gather(doc, line - 1, 8, [], DefinitionIndex(), 512, chosen, root=str(root), near_tokens=110)
+    assert again.near_files == ctx.near_files
+    assert gather(doc, line, col, [], DefinitionIndex(), 512, DocumentFiles(), root=str(root)).near_files == []
+    # the settings: only with the project's context on
+    assert Settings(project_context=True, fast_context_tokens=128).prompt_budget().near_tokens == 128
+    assert Settings(fast_context_tokens=128).prompt_budget().near_tokens == 0
 
 
 def test_module_at_the_cursor_brings_its_definitions(tmp_path):

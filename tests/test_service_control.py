@@ -11,7 +11,7 @@ import pytest
 
 from lsp_server.context import Document
 from lsp_server.pipeline import CompletionRequest, Pipeline
-from lsp_server.service.scheduler import CompletionService, budget_of
+from lsp_server.service.scheduler import CompletionService
 from lsp_server.service.settings import Settings
 from scripted import FIM, ScriptedEngine
 
@@ -28,7 +28,7 @@ def service(answer=lambda prefix: "return w * h\n", warmup_pause_ms: int = -1,
     engine = ScriptedEngine(answer, **kw)
     svc = CompletionService()
     svc.settings = settings
-    svc.pipeline = Pipeline(engine, budget_of(settings), settings.fast_prefix_tokens)
+    svc.pipeline = Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens)
     return svc, engine
 
 

@@ -69,7 +69,6 @@ def server():
 def test_a_storm_of_edits_and_requests(server: RawServer, engine):
     from lsp_server.context import Document
     from lsp_server.pipeline import CompletionRequest, Pipeline
-    from lsp_server.service.scheduler import budget_of
     from lsp_server.service.settings import Settings
 
     text = DOC.read_text()
@@ -133,7 +132,7 @@ def test_a_storm_of_edits_and_requests(server: RawServer, engine):
     assert server_doc["text"] == text and server_doc["version"] == version
     shown = last["result"]["items"][0]["insertText"] if last["result"]["items"] else ""
     line, col = text.count("\n", 0, offset), offset - (text.rfind("\n", 0, offset) + 1)
-    calm = Pipeline(engine, budget_of(Settings())).complete(
+    calm = Pipeline(engine, Settings().prompt_budget()).complete(
         CompletionRequest(Document("/storm/inventory.py", text, "python"), line, col,   # the path the server sees
                           max_tokens=Settings().max_tokens,
                           max_tokens_single_line=Settings().max_tokens_single_line, record_margins=True))

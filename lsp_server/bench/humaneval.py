@@ -27,7 +27,6 @@ from ..context import Document
 from ..engine import Engine, GenerationRequest
 from ..pipeline import CompletionRequest, Pipeline
 from ..prompt import PromptBudget, PromptParts, build_prompt
-from ..service.scheduler import budget_of
 from ..service.settings import Settings
 from ..service.stats import percentile
 from .halves import in_half
@@ -157,7 +156,7 @@ class Evaluator:
         self.sandbox = sandbox
         self.max_tokens_raw = max_tokens_raw
         self.variants = variants
-        self.pipeline = Pipeline(engine, budget_of(settings))
+        self.pipeline = Pipeline(engine, settings.prompt_budget())
         # raw FIM sees the whole task, as benchmarks give it to a model
         self.raw_budget = PromptBudget(prefix_tokens=engine.cfg.n_ctx // 2, suffix_tokens=engine.cfg.n_ctx // 4,
                                        context_tokens=0)

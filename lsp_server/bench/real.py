@@ -59,6 +59,8 @@ def add_arguments(parser) -> None:
                         "pinned ones (no network)")
     g.add_argument("--real-projects", nargs="*", metavar="NAME", help="only these projects")
     g.add_argument("--real-skip", nargs="*", choices=VARIANTS, default=[], help="variants not to compute")
+    g.add_argument("--real-cross", action="store_true",
+                   help="only the cross-file holes (those whose answer uses a name another file defines)")
     g.add_argument("--real-hole-seed", type=int, default=0, metavar="N", help="the seed that draws the holes (default 0)")
     g.add_argument("--real-options", metavar="JSON", help="initializationOptions for the server, as JSON")
     g.add_argument("--real-pause", type=float, default=1.0, metavar="S",
@@ -89,6 +91,8 @@ def projects_for(args, log) -> tuple[str, list[Project]]:
 def select(holes: list[Hole], args) -> list[Hole]:
     if getattr(args, "tasks", None):
         holes = [h for h in holes if any(h.task_id.endswith(t) for t in args.tasks)]
+    if getattr(args, "real_cross", False):
+        holes = [h for h in holes if h.cross_file]
     if args.limit and args.limit < len(holes):
         if args.seed is None:
             holes = holes[:args.limit]
@@ -319,7 +323,8 @@ class Run:
         args = self.args
         return {
             "data": self.data, "tasks": len(self.holes), "partial": partial, "limit": args.limit, "seed": args.seed,
-            "half": args.half, "hole_seed": args.real_hole_seed, "variants": list(self.variants),
+            "half": args.half, "hole_seed": args.real_hole_seed,
+            "cross_only": bool(getattr(args, "real_cross", False)), "variants": list(self.variants),
             "skipped_variants": self.skipped, **self.model,
             "corpus": corpus_table(self.projects, self.holes),
             "summary": summary, "tables": by,

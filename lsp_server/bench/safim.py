@@ -36,7 +36,6 @@ from ..context import Document
 from ..engine import ContextFullError, Engine, GenerationRequest
 from ..pipeline import CompletionRequest, Pipeline
 from ..prompt import PromptBudget, PromptParts, build_prompt
-from ..service.scheduler import budget_of
 from ..service.settings import Settings
 from .halves import in_half
 from .humaneval import Answer, Tally, _pct, _public, _write
@@ -327,7 +326,7 @@ class Evaluator:
         self.settings = settings
         self.max_tokens_raw = max_tokens_raw
         self.variants = variants
-        self.pipeline = Pipeline(engine, budget_of(settings))
+        self.pipeline = Pipeline(engine, settings.prompt_budget())
         # raw FIM sees the whole file, as far as the context holds it next to the longest answer
         room = engine.cfg.n_ctx - RAW_CAP - 64
         self.raw_budget = PromptBudget(prefix_tokens=room * 2 // 3, suffix_tokens=room // 3, context_tokens=0)

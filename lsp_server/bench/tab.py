@@ -16,7 +16,7 @@ from ..context import Document
 from ..engine import Engine
 from ..pipeline import CompletionRequest, Pipeline
 from ..postprocess.drop_suffix_repeat import same_code
-from ..service.scheduler import CompletionService, budget_of
+from ..service.scheduler import CompletionService
 from ..service.settings import Settings
 
 PAST_HOLE_LINES = 5
@@ -52,7 +52,7 @@ class TabUntilDone:
         self.loop = asyncio.new_event_loop()
         self.svc = CompletionService()
         self.svc.settings = self.settings
-        self.svc.pipeline = Pipeline(engine, budget_of(self.settings), self.settings.fast_prefix_tokens)
+        self.svc.pipeline = Pipeline(engine, self.settings.prompt_budget(), self.settings.fast_prefix_tokens)
         self._n = 0
 
     def run(self, path: str, language: str, prefix: str, suffix: str, hole_lines: int,

@@ -77,15 +77,15 @@ def cmd_complete(args) -> None:
     except DocumentError as e:
         _die(str(e))
     # the project around the file: the nearest folder above it with a repository or a package manifest
-    from ..service.scheduler import budget_of
     from ..service.settings import Settings
     settings = Settings()   # what an editor gets, where the command line does not say otherwise
-    wanted = settings.project_context if args.project_context is None else args.project_context
-    root = find_root(args.file) if wanted else None
+    if args.project_context is not None:
+        settings.project_context = args.project_context
+    root = find_root(args.file) if settings.project_context else None
     engine, load_s = _load_engine(args, speculation=not args.no_spec)
     try:
         multiline = {"auto": None, "multi": True, "single": False}[args.lines]
-        pipeline = Pipeline(engine, budget_of(settings), settings.fast_prefix_tokens)
+        pipeline = Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens)
         c = pipeline.complete(CompletionRequest(
             doc, args.line - 1, args.col - 1, max_tokens=args.max_tokens or settings.max_tokens,
             max_tokens_single_line=args.max_tokens or settings.max_tokens_single_line,

@@ -38,6 +38,8 @@ class CursorContext:
     needs: frozenset[str] = frozenset()                      # names the code below uses, unbound above
     path: str | None = None       # the document's path as the head names it (workspace-relative); None: its own
     repo: str | None = None       # the repository's name in the head; None: the default
+    # the fast prompt's files: the imported definitions that the code nearest the cursor uses
+    near_files: list[tuple[str, str]] = field(default_factory=list)
 
 
 class DocumentFiles:
@@ -159,10 +161,11 @@ def scopes_open_at_end(tree, text: str, indent_of_next: int) -> str:
 def gather(doc: Document, line: int, col: int, others: list[Document], index: DefinitionIndex,
            context_tokens: int, chosen: DocumentFiles | None = None,
            outlines: PageOutlines | None = None, root: str | None = None,
-           recent: Sequence[Chunk] = ()) -> CursorContext:
+           recent: Sequence[Chunk] = (), near_tokens: int = 0) -> CursorContext:
     """The context of a cursor. `root`: the workspace root, whose files the document imports are read from disk
     for their definitions (None: none); `recent`: the ring's chunks of recently edited and viewed code. With
-    either, the head's files are chosen by project_files; without, from the other open documents only."""
+    either, the head's files are chosen by project_files; without, from the other open documents only.
+    `near_tokens`: the room of the fast prompt's files (the imported definitions the nearest code uses)."""
     prefix, suffix = doc.split(line, col)
     tree = parse(doc.text, doc.language)   # once, for the mode
     mode = decide(prefix, suffix, doc.language, tree)
@@ -192,17 +195,19 @@ def gather(doc: Document, line: int, col: int, others: list[Document], index: De
     others = [o for o in others if o.path != doc.path and not is_secret(o.path)]
     same = [o for o in others if family(o.language) == family(doc.language)]
     files: list[tuple[str, str]] = []
+    near_files: list[tuple[str, str]] = []
     shown_path = repo = None
     if root is not None or recent:
-        files, shown_path, repo = project_files(doc, line, col, prefix, suffix, tree, others, same, index,
-                                                context_tokens, chosen, root, recent)
+        files, near_files, shown_path, repo = project_files(doc, line, col, prefix, suffix, tree, others, same,
+                                                            index, context_tokens, chosen, root, recent, near_tokens)
     elif same and context_tokens > 0:
         def choose() -> list[tuple[str, str]]:
             defs = [d for o in same for d in index.definitions(o)]
             return pack(rank_in(defs, doc.text), same, context_tokens)
         files = chosen.get(doc.path, same, choose) if chosen is not None else choose()
     needs = needed_names(tree, len(prefix.encode("utf-8")), doc.language)
-    return CursorContext(prefix, suffix, doc.language, mode, outline, files, imports, needs, shown_path, repo)
+    return CursorContext(prefix, suffix, doc.language, mode, outline, files, imports, needs, shown_path, repo,
+                         near_files)
 
 
 # ---- the project around the document ---------------------------------------------------------------------------
@@ -230,6 +235,10 @@ class ProjectChoice:
     covered: set[str] = field(default_factory=set)
     nears: list[Near] = field(default_factory=list)   # those of the scopes served last, newest first
     budget: int = 0
+    # per scope served, the fast prompt's files: the definitions its nearest code uses (stable within the scope,
+    # so the fast prompts' cached state is reused there too)
+    near: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    near_budget: int = 0
 
 
 def scope_of(tree, doc: Document, line: int, col: int) -> tuple[str, object | None]:
@@ -264,8 +273,10 @@ def near_of(prefix: str, suffix: str, func) -> Near:
 
 def project_files(doc: Document, line: int, col: int, prefix: str, suffix: str, tree, others: list[Document],
                   same: list[Document], index: DefinitionIndex, context_tokens: int, chosen: DocumentFiles | None,
-                  root: str | None, recent: Sequence[Chunk]) -> tuple[list[tuple[str, str]], str | None, str | None]:
-    """The head's files with the project around the document: (files, the document's path as shown, repo)."""
+                  root: str | None, recent: Sequence[Chunk], near_tokens: int = 0
+                  ) -> tuple[list[tuple[str, str]], list[tuple[str, str]], str | None, str | None]:
+    """The head's files with the project around the document: (files, the fast prompt's files, the document's
+    path as shown, repo)."""
     project: Project | None = project_for(root) if root and os.path.isdir(root) else None
     if project is not None and not project.inside(doc.path):
         project = None
@@ -274,7 +285,7 @@ def project_files(doc: Document, line: int, col: int, prefix: str, suffix: str, 
     shown_path = shown(doc.path) if project is not None else None
     repo = os.path.basename(project.root) if project is not None else None
     if context_tokens <= 0:
-        return [], shown_path, repo
+        return [], [], shown_path, repo
     same = [o for o in same if not excluder.excluded(o.path)]
     open_texts = {os.path.abspath(o.path): o.text for o in others}
     scope, func = scope_of(tree, doc, line, col)
@@ -285,15 +296,18 @@ def project_files(doc: Document, line: int, col: int, prefix: str, suffix: str, 
         return project.source(path) if project is not None and os.path.isabs(path) else None
 
     choice = chosen.scoped(doc.path) if chosen is not None else None
-    if choice is not None and not (choice.budget == context_tokens and _valid(choice, text_now, same)):
+    if choice is not None and not (choice.budget == context_tokens and choice.near_budget == near_tokens
+                                   and _valid(choice, text_now, same)):
         choice = None
     if choice is not None and scope in choice.covered:
-        return choice.files, shown_path, repo   # the same scope: the same head, nothing looked up
+        # the same scope: the same heads, nothing looked up
+        return choice.files, choice.near.get(scope, []), shown_path, repo
     near = near_of(prefix, suffix, func)
     cands = []
     if project is not None:
         cands = candidates(project, project.imports(os.path.abspath(doc.path), doc.text, doc.language, tree),
                            open_texts)
+    fast = _entries(_near_pieces(cands, near, near_tokens * CHARS_PER_TOKEN, shown), shown) if near_tokens > 0 else []
     if choice is not None:
         # another scope: the head stays if it already shows what the code here uses
         wanted = _near_pieces(cands, near, context_tokens * CHARS_PER_TOKEN, shown)
@@ -301,14 +315,17 @@ def project_files(doc: Document, line: int, col: int, prefix: str, suffix: str, 
         if all((p.path, p.text) in have for p in wanted):
             if len(choice.covered) < MAX_COVERED_SCOPES:
                 choice.covered.add(scope)
+                choice.near[scope] = fast
             choice.nears = ([near] + choice.nears)[:RECENT_SCOPES]
-            return choice.files, shown_path, repo
+            return choice.files, fast, shown_path, repo
     nears = [near] + (choice.nears[:RECENT_SCOPES - 1] if choice is not None else [])
     new = _choose(doc, cands, nears, same, index, recent, excluder, context_tokens, shown)
     new.covered.add(scope)
+    new.near[scope] = fast
+    new.near_budget = near_tokens
     if chosen is not None:
         chosen.keep(doc.path, new)
-    return new.files, shown_path, repo
+    return new.files, fast, shown_path, repo
 
 
 def _def_piece(c) -> Piece:

@@ -26,6 +26,7 @@ class PromptBudget:
     context_tokens: int = 1024
     suffix_in_block: int = 0   # the suffix where code of the cursor's own block follows it (0: suffix_tokens)
     suffix_at_rest: int = 0    # the suffix of a request where the user is not typing (0: as the others)
+    near_tokens: int = 0       # a fast prompt's room for the other files' definitions its nearest lines use
 
     @property
     def total(self) -> int:
@@ -38,7 +39,8 @@ class PromptBudget:
             return self
         f = max(0, room) / self.total
         return PromptBudget(max(16, int(self.prefix_tokens * f)), int(self.suffix_tokens * f),
-                            int(self.context_tokens * f), int(self.suffix_in_block * f), int(self.suffix_at_rest * f))
+                            int(self.context_tokens * f), int(self.suffix_in_block * f), int(self.suffix_at_rest * f),
+                            int(self.near_tokens * f))
 
     def for_place(self, code_follows: bool, at_rest: bool = False) -> "PromptBudget":
         """The budget for one request: the longer suffix where the code below belongs to the cursor's block, and
@@ -55,6 +57,8 @@ class PromptParts:
     path: str | None = None
     repo: str | None = None
     files: list[tuple[str, str]] = field(default_factory=list)   # (path, text) of other files, by priority
+    # the fast prompt's files: the other files' definitions that the code nearest the cursor uses (few, short)
+    near_files: list[tuple[str, str]] = field(default_factory=list)
     # what the model loses when the top of a long file is cut (from the context stage): outline(line) -> the
     # headers of the scopes around a page that starts at that line; imports(line) -> the import lines above it
     # (the same text for every page below them, so stored pages of a document share it)
@@ -142,7 +146,8 @@ def _assemble(seg: SegmentTokens, head: list[int], pre: list[int], suf: list[int
 
 def _paged(seg: SegmentTokens, parts: PromptParts, text: Text, page: Page, cs: int, partial: list[int],
            suf: tuple[list[int], bool], budget: PromptBudget, small: bool = False) -> Prompt:
-    head, n_files = _head(seg, parts, [] if small else parts.files, budget)
+    head, n_files = _head(seg, parts, parts.near_files, replace(budget, context_tokens=budget.near_tokens)) \
+        if small else _head(seg, parts, parts.files, budget)
     outline: list[int] = []
     if small:   # a fast answer's small page: the scopes around its start, no imports
         if page.start > 0 and parts.outline is not None:
@@ -252,6 +257,7 @@ def near_fills(tok: Tokenizer, parts: PromptParts, budget: PromptBudget) -> list
 def build_fast_prompt(tok: Tokenizer, parts: PromptParts, budget: PromptBudget, fast_tokens: int,
                       cached: Callable[[list[int]], int] | None = None) -> Prompt:
     """A short prompt for an answer now, where the cached state covers too little of the page's: the nearest
-    `fast_tokens` of the file above the cursor (the headers of the scopes around them first), no other files.
-    It is itself a small page, so a short jump from here shares it."""
+    `fast_tokens` of the file above the cursor (the headers of the scopes around them first) and, in
+    `budget.near_tokens`, the other files' definitions that those lines use (`parts.near_files`), nothing else of
+    other files. It is itself a small page, so a short jump from here shares it."""
     return build_prompt(tok, parts, replace(budget, prefix_tokens=fast_tokens), cached, small=True)

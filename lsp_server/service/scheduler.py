@@ -15,7 +15,6 @@ from typing import Callable
 from ..context import Document
 from ..engine import CUT_SHORT, ENDS_HOLE, Generation, StopReason, make_engine, shared_prefix
 from ..pipeline import CompletionRequest, Pipeline, Plan
-from ..prompt import PromptBudget
 from .cache import TypingCache
 from .cache_writes import cache_writes
 from .fill import Filler
@@ -44,12 +43,6 @@ class Answer:
     source: Source
     multiline: bool = False
     why: str = ""
-
-
-def budget_of(s: Settings) -> PromptBudget:
-    return PromptBudget(prefix_tokens=s.prefix_tokens, suffix_tokens=s.suffix_tokens,
-                        context_tokens=s.context_tokens, suffix_in_block=s.suffix_tokens_in_block,
-                        suffix_at_rest=s.suffix_tokens_at_rest)
 
 
 class CompletionService:
@@ -88,7 +81,7 @@ class CompletionService:
                      f"loading {cfg.target_path or 'the default target'} and {cfg.draft_path or 'the default draft'}")
             engine = make_engine(cfg, backend, log=progress)
             progress(engine.loaded())
-            return Pipeline(engine, budget_of(settings), settings.fast_prefix_tokens)
+            return Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens)
 
         try:
             self.pipeline = await loop.run_in_executor(self.model_pool, work)
@@ -105,7 +98,7 @@ class CompletionService:
         if self.pipeline is not None:
             self.pipeline.engine.tune(settings.speculation, settings.draft_min, settings.draft_max,
                                       settings.kv_store_mib, settings.cache_reuse)
-            self.pipeline.budget = budget_of(settings)
+            self.pipeline.budget = settings.prompt_budget()
             self.pipeline.fast_tokens = settings.fast_prefix_tokens
         self.cache = TypingCache()
 

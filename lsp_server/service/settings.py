@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..engine import EngineConfig
 from ..engine.backend import KINDS, BackendConfig
+from ..prompt import PromptBudget
 
 
 class SettingsError(ValueError):
@@ -81,6 +82,12 @@ class Settings:
     # pays: on 2026-12-02 it cost typing a median of 0.3 s (tandem visits: typing p50 336 / 476 ms on, 124 ms
     # off, 106 / 111 ms before it) and showed no gain on 16 real holes yet (README)
     project_context: bool = False
+    # with projectContext, a fast prompt's room for the definitions from other files that its nearest lines use.
+    # Off: on the tune half's 36 cross-file holes (scripts/eval-real-prompts.py, 2026-12-02) the first lines right
+    # were 7 / 8 / 8 with 0 / 128 / 256 tokens of them in the 192-token fast prompt and 11 / 11 / 10 in the 384 one
+    # the fill prepares (the page with the project: 12): such holes are answered from the file's own uses of
+    # the name, not from its definition
+    fast_context_tokens: int = 0
 
     MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu_layers", "gpu_layers_draft", "drafters",
                   "backend", "backend_kind", "backend_model", "backend_api_key_env", "backend_timeout_ms",
@@ -92,6 +99,12 @@ class Settings:
 
     def language_enabled(self, language: str) -> bool:
         return self.enabled and self.languages.get(language, self.languages.get("*", True))
+
+    def prompt_budget(self) -> PromptBudget:
+        return PromptBudget(prefix_tokens=self.prefix_tokens, suffix_tokens=self.suffix_tokens,
+                            context_tokens=self.context_tokens, suffix_in_block=self.suffix_tokens_in_block,
+                            suffix_at_rest=self.suffix_tokens_at_rest,
+                            near_tokens=self.fast_context_tokens if self.project_context else 0)
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(target_path=self.target or None, draft_path=self.draft or None,
@@ -147,8 +160,10 @@ class Settings:
             raise SettingsError("cacheReuse must be 0 (off) or a number of tokens")
         if self.kv_store_mib < -1:
             raise SettingsError("kvStoreMiB must be -1 (automatic), 0 (no store) or a size in MiB")
-        if min(self.suffix_tokens, self.suffix_tokens_in_block, self.suffix_tokens_at_rest, self.context_tokens) < 0:
-            raise SettingsError("suffixTokens, suffixTokensInBlock, suffixTokensAtRest and contextTokens cannot be negative")
+        if min(self.suffix_tokens, self.suffix_tokens_in_block, self.suffix_tokens_at_rest, self.context_tokens,
+               self.fast_context_tokens) < 0:
+            raise SettingsError("suffixTokens, suffixTokensInBlock, suffixTokensAtRest, contextTokens and "
+                                "fastContextTokens cannot be negative")
         # prompt budgets larger than the context are shrunk to fit it (the server says so when the models
         # load); the completion itself, its drafts and a minimal prompt must fit
         need = self.max_tokens + self.draft_max + MIN_PROMPT_TOKENS
