@@ -7,7 +7,8 @@ exact, similarities). No server, no timing: the quality each prompt shape can gi
 CONFIGS, comma-separated: MODEL SIZE [s SUFFIX]; MODEL T (the target) or D (the draft model alone); SIZE `page`
 (the server's page prompt) or N (a fast prompt of N tokens of the nearest lines); `sN` a suffix budget of N
 tokens (default: the server's); `pN` the project around the file (the workspace root given), with N tokens of
-the definitions the nearest code uses in a fast prompt. Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
+the definitions the nearest code uses in a fast prompt; `bN` N tokens of the code below the cursor's line in
+the fast prompt's head (fastBelowTokens; default: the server's). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
 import json
 import random
 import re
@@ -57,7 +58,8 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
             continue
         row = {"id": h.task_id, "kind": h.kind, "lang": h.language, "cross": h.cross_file, "expected": h.expected}
         for c in configs:
-            kind, size, suffix, near = re.fullmatch(r"([TD])(page|\d+)(?:s(\d+))?(?:p(\d+))?", c).groups()
+            kind, size, suffix, near, below = re.fullmatch(r"([TD])(page|\d+)(?:s(\d+))?(?:p(\d+))?(?:b(\d+))?",
+                                                       c).groups()
             pl = pipeline(kind)
             pl.budget = Settings().prompt_budget()
             if suffix:
@@ -68,6 +70,8 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
             req = CompletionRequest(doc, line, col, max_tokens=256, max_tokens_single_line=40, speculative=False,
                                     force=True, root=str(p.root) if near is not None else None)
             plan = pl.plan(req)
+            if below is not None:
+                pl.budget = replace(pl.budget, below_tokens=int(below))
             if size != "page":
                 plan = pl.plan_fast(plan, int(size))
             gen = pl.generate(plan)

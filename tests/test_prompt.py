@@ -90,3 +90,32 @@ def test_the_suffix_is_longest_at_rest_and_longer_where_the_block_goes_on():
     typing = build_prompt(CharTokenizer(), PromptParts("x = ", below), b.for_place(False))
     rest = build_prompt(CharTokenizer(), PromptParts("x = ", below), b.for_place(False, at_rest=True))
     assert typing.suffix_tokens <= 16 < rest.suffix_tokens <= 128
+
+
+def head_of(tokens: list[int]) -> str:
+    names = {-4: "<|repo_name|>", -5: "<|file_sep|>"}
+    return "".join(names.get(t, chr(t) if t >= 0 else "?") for t in tokens[:tokens.index(-1)])
+
+
+def test_the_fast_prompt_shows_the_code_below_in_its_head_and_keeps_it_while_the_user_types():
+    from lsp_server.prompt import build_fast_prompt
+    above = "def total(items):\n    s = 0\n"
+    below = "\n    return s\n\n\ndef mean(items):\n    return total(items) / len(items)\n"
+    budget = PromptBudget(suffix_tokens=4, below_tokens=60)
+    p = build_fast_prompt(CharTokenizer(), PromptParts(above + "    for", below, path="m.py"), budget, 200)
+    head = head_of(p.tokens)
+    # whole lines after the cursor's line, up to the budget (60 characters: the second def's body is left out)
+    assert head == ("<|repo_name|>workspace\n<|file_sep|>m.py\n    return s\n\n\ndef mean(items):\n"
+                    "<|file_sep|>m.py\n") and p.files == 1
+    # typing on the line, and opening a new line, keep the head (its cached state serves the next request)
+    for typed in ("    for i", "    for i in items:\n        s += i", "    for i in items:\n        "):
+        q = build_fast_prompt(CharTokenizer(), PromptParts(above + typed, below, path="m.py"), budget, 200)
+        assert head_of(q.tokens) == head
+    # none asked, or nothing below: the head holds the file's name only
+    for parts, b in ((PromptParts(above, below, path="m.py"), PromptBudget(suffix_tokens=4)),
+                     (PromptParts(above, "", path="m.py"), budget)):
+        assert head_of(build_fast_prompt(CharTokenizer(), parts, b, 200).tokens) == \
+            "<|repo_name|>workspace\n<|file_sep|>m.py\n"
+    # the page's prompt is not changed by it
+    assert head_of(build_prompt(CharTokenizer(), PromptParts(above, below, path="m.py"), budget).tokens) == \
+        "<|repo_name|>workspace\n<|file_sep|>m.py\n"

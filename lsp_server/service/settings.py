@@ -88,6 +88,8 @@ class Settings:
     # the fill prepares (the page with the project: 12): such holes are answered from the file's own uses of
     # the name, not from its definition
     fast_context_tokens: int = 0
+    # the code below the cursor's line in the fast prompt's head, where it stays while the user types (0: none)
+    fast_below_tokens: int = 128
 
     MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu_layers", "gpu_layers_draft", "drafters",
                   "backend", "backend_kind", "backend_model", "backend_api_key_env", "backend_timeout_ms",
@@ -104,7 +106,8 @@ class Settings:
         return PromptBudget(prefix_tokens=self.prefix_tokens, suffix_tokens=self.suffix_tokens,
                             context_tokens=self.context_tokens, suffix_in_block=self.suffix_tokens_in_block,
                             suffix_at_rest=self.suffix_tokens_at_rest,
-                            near_tokens=self.fast_context_tokens if self.project_context else 0)
+                            near_tokens=self.fast_context_tokens if self.project_context else 0,
+                            below_tokens=self.fast_below_tokens)
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(target_path=self.target or None, draft_path=self.draft or None,
@@ -161,9 +164,9 @@ class Settings:
         if self.kv_store_mib < -1:
             raise SettingsError("kvStoreMiB must be -1 (automatic), 0 (no store) or a size in MiB")
         if min(self.suffix_tokens, self.suffix_tokens_in_block, self.suffix_tokens_at_rest, self.context_tokens,
-               self.fast_context_tokens) < 0:
-            raise SettingsError("suffixTokens, suffixTokensInBlock, suffixTokensAtRest, contextTokens and "
-                                "fastContextTokens cannot be negative")
+               self.fast_context_tokens, self.fast_below_tokens) < 0:
+            raise SettingsError("suffixTokens, suffixTokensInBlock, suffixTokensAtRest, contextTokens, "
+                                "fastContextTokens and fastBelowTokens cannot be negative")
         # prompt budgets larger than the context are shrunk to fit it (the server says so when the models
         # load); the completion itself, its drafts and a minimal prompt must fit
         need = self.max_tokens + self.draft_max + MIN_PROMPT_TOKENS
