@@ -61,10 +61,11 @@ def type_text(client: LanguageClient, uri: str, version: int, pos: types.Positio
     return types.Position(line=pos.line, character=pos.character + len(text.encode("utf-16-le")) // 2)
 
 
-async def inline(client: LanguageClient, uri: str, pos: types.Position) -> str:
+async def inline(client: LanguageClient, uri: str, pos: types.Position,
+                 kind: types.InlineCompletionTriggerKind = types.InlineCompletionTriggerKind.Automatic) -> str:
     res = await client.text_document_inline_completion_async(types.InlineCompletionParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=pos,
-        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic)))
+        context=types.InlineCompletionContext(trigger_kind=kind)))
     items = res.items if isinstance(res, types.InlineCompletionList) else (res or [])
     return items[0].insert_text if items else ""
 

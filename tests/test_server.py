@@ -218,6 +218,17 @@ async def test_bad_input_gets_an_error_and_the_server_stays_up(client: LanguageC
     assert (await inline(client, uri, blank_cursor(text))).strip()
 
 
+async def test_asked_for_by_key_it_answers_where_typing_would_not(client: LanguageClient, tmp_path):
+    """Code right of the cursor: no ghost text while typing (rarely right there), an answer when the user asks
+    (VS Code's Alt+\\, an inline request with triggerKind Invoked)."""
+    text = "def area(width, height):\n    return  * height\n"
+    uri, _ = open_doc(client, tmp_path / "area.py", text=text)
+    here = types.Position(line=1, character=len("    return "))
+    assert await inline(client, uri, here) == ""
+    asked = await inline(client, uri, here, types.InlineCompletionTriggerKind.Invoked)
+    assert asked.strip() == "width", asked
+
+
 async def test_accepted_suggestions_are_counted(client: LanguageClient):
     before = (await stats(client))["suggestions"]["accepted"]
     await client.workspace_execute_command_async(types.ExecuteCommandParams(

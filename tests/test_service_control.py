@@ -146,3 +146,13 @@ async def test_a_far_place_fills_the_fast_prompt_twice_the_quick_size_first_and_
     # once the fill has evaluated the one twice as long, it fits the budget and answers instead
     engine.prewarm(steps[0].tokens)
     assert svc._choose_prompt(plan).prompt.tokens == twice.prompt.tokens
+
+
+async def test_code_right_of_the_cursor_is_skipped_unless_the_user_asked():
+    svc, engine = service(answer=lambda prefix: "w")
+    text = "def area(w, h):\n    return  * h\n"
+    typing = await svc.complete(URI, request(text, 1, 11))
+    assert (typing.text, typing.source) == ("", "skipped") and not engine.generations
+    asked = replace(request(text, 1, 11), force=True)
+    got = await svc.complete(URI, asked)
+    assert (got.text, got.source) == ("w", "model") and len(engine.generations) == 1

@@ -27,11 +27,15 @@ def report_notices(ls: TandemServer) -> None:
         ls.message(types.MessageType.Warning, msg)
 
 
-async def answer(ls: TandemServer, uri: str, pos: types.Position) -> tuple[Answer, object, int, int]:
+async def answer(ls: TandemServer, uri: str, pos: types.Position, invoked: bool = False
+                 ) -> tuple[Answer, object, int, int]:
+    """`invoked`: the user asked (a key, not typing): answered even where ghost text is rarely right, such as
+    with code right of the cursor."""
     report_notices(ls)
     doc = open_document(ls, uri)
     line, col = server_position(doc, pos)
     req = request_for(ls, doc, line, col)
+    req.force = invoked
     record(ls, doc, line, "view")
     try:
         ans = await ls.service.complete(uri, req)
@@ -68,7 +72,9 @@ def documentation(ls: TandemServer, text: str) -> types.MarkupContent | str:
 def register(server: TandemServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(ls: TandemServer, params: types.InlineCompletionParams):
-        ans, _, _, _ = await answer(ls, params.text_document.uri, params.position)
+        invoked = params.context is not None and \
+            params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+        ans, _, _, _ = await answer(ls, params.text_document.uri, params.position, invoked)
         if not ans.text:
             return types.InlineCompletionList(items=[])
         here = types.Range(start=params.position, end=params.position)

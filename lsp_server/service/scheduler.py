@@ -142,7 +142,7 @@ class CompletionService:
         req.time_budget_s = s.time_budget_ms / 1000 if s.time_budget_ms > 0 else None
         loop = asyncio.get_running_loop()
         plan = await loop.run_in_executor(self.context_pool, self.pipeline.plan, req)
-        if not plan.mode.complete:
+        if not plan.mode.complete and not req.force:
             self.filler.share([])
             return self._done(t0, Answer("", Source.SKIPPED, why=plan.mode.why), lang)
         lead: list[int] = []
