@@ -183,7 +183,8 @@ class Settings:
 
 
 def _snake(key: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+    # `kvStoreMiB` (as the README and the editors spell it) is kv_store_mib, not kv_store_mi_b
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key.replace("MiB", "Mib")).lower()
 
 
 def _coerce(name: str, value, current):

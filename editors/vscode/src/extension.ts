@@ -1,15 +1,24 @@
 // Tandem for VS Code: starts `tandem serve`, mirrors its settings, shows its state in the status bar, and
 // reports accepted suggestions (inline items carry the `tandem.accepted` command the server counts), and tells
 // the server where the cursor went (`tandem/didMoveCursor`) so it fills the KV cache there before the first key.
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
 
-const SETTINGS = ["enabled", "target", "draft", "contextSize", "threads", "gpuLayers", "gpuLayersDraft",
-  "speculation", "draftMin", "draftMax", "maxTokens", "maxTokensSingleLine", "timeBudgetMs", "languages",
-  "backend", "backendKind", "backendModel", "backendApiKeyEnv"];
+// the server's settings: every `tandem.*` setting package.json declares (their defaults are the server's own,
+// tests/test_editor_settings.py), less the extension's own
+let SETTINGS: string[] = [];
+const EXTENSION_ONLY = new Set(["serverPath"]);
 
 let client: LanguageClient | undefined;
 let status: vscode.StatusBarItem;
+let output: vscode.LogOutputChannel;   // one for the window, whatever the restarts
+let startError: string | undefined;
+const STATS_URI = vscode.Uri.parse("tandem-stats:/statistics.json");
+const statsChanged = new vscode.EventEmitter<vscode.Uri>();
+let statsText = "{}";
 let poll: NodeJS.Timeout | undefined;
 
 // a move with no edit in it (a click, a jump, a file switch), reported once the cursor has rested this long;
@@ -59,6 +68,11 @@ function acceptance(s: Stats): string {
 }
 
 async function refresh(): Promise<void> {
+  if (startError) {
+    status.text = "$(error) Tandem";
+    status.tooltip = `Tandem: the server did not start: ${startError}`;
+    return;
+  }
   if (!client || client.state !== State.Running) {
     status.text = "$(loading~spin) Tandem";
     status.tooltip = "Tandem: starting";
@@ -75,30 +89,103 @@ async function refresh(): Promise<void> {
       status.tooltip = "Tandem: loading models";
     } else {
       const speed = s.tok_s ? `${s.tok_s.toFixed(1)} tok/s` : "ready";
-      status.text = `${on ? "$(sparkle)" : "$(circle-slash)"} Tandem ${speed} · ${acceptance(s)}`;
-      status.tooltip = `Tandem: ${on ? "on" : "off"}; draft acceptance ${acceptance(s)}; ` +
-        `${s.suggestions.accepted} of ${s.suggestions.shown} suggestions accepted`;
+      status.text = `${on ? "$(sparkle)" : "$(circle-slash)"} Tandem ${speed}`;
+      status.tooltip = `Tandem: ${on ? "on" : "off"}; ${s.suggestions.accepted} of ${s.suggestions.shown} ` +
+        `suggestions accepted; draft tokens accepted by the target: ${acceptance(s)} (click: statistics)`;
     }
   } catch {
     status.text = "$(warning) Tandem";
   }
 }
 
+function executable(file: string): boolean {
+  try { fs.accessSync(file, fs.constants.X_OK); return fs.statSync(file).isFile(); } catch { return false; }
+}
+
+// The server: the setting (a path, or a command looked up on PATH), else a `tandem` in the workspace's
+// virtual environment, ~/.local/bin (pipx, uv tool) or on PATH. A VS Code started from a desktop often has a
+// PATH without the user's shell additions, so the usual places are looked at too.
+export function findServer(setting: string, folders: string[], envPath: string, home: string): string | undefined {
+  const bin = process.platform === "win32" ? "tandem.exe" : "tandem";
+  const onPath = (name: string) => envPath.split(path.delimiter).filter(Boolean)
+    .map((d) => path.join(d, name)).find(executable);
+  if (setting && setting !== "tandem") {
+    if (setting.includes("/") || setting.includes("\\")) return executable(setting) ? setting : undefined;
+    return onPath(setting);
+  }
+  const places = [...folders.map((f) => path.join(f, ".venv", "bin", bin)), path.join(home, ".local", "bin", bin)];
+  return places.find(executable) ?? onPath(bin);
+}
+
 async function start(context: vscode.ExtensionContext): Promise<void> {
-  const command = vscode.workspace.getConfiguration("tandem").get<string>("serverPath") || "tandem";
+  const setting = vscode.workspace.getConfiguration("tandem").get<string>("serverPath") || "tandem";
+  const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+  const command = findServer(setting, folders, process.env.PATH ?? "", os.homedir());
+  if (!command) {
+    startError = setting === "tandem"
+      ? "no `tandem` found (workspace .venv/bin, ~/.local/bin, PATH)"
+      : `tandem.serverPath ${setting} is not an executable file`;
+    output.appendLine(`Tandem: ${startError}`);
+    void offerHelp(startError);
+    return;
+  }
+  output.appendLine(`Tandem: starting ${command} serve`);
   const serverOptions: ServerOptions = { command, args: ["serve"] };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
     initializationOptions: settings(),
     synchronize: { configurationSection: "tandem" },
-    outputChannelName: "Tandem",
+    outputChannel: output,
   };
   client = new LanguageClient("tandem", "Tandem", serverOptions, clientOptions);
-  await client.start();
-  context.subscriptions.push({ dispose: () => void client?.stop() });
+  try {
+    await client.start();
+    startError = undefined;
+  } catch (e) {
+    startError = `${command} serve: ${e instanceof Error ? e.message : String(e)}`;
+    output.appendLine(`Tandem: ${startError}`);
+    void offerHelp(startError);
+  }
+}
+
+async function stop(): Promise<void> {
+  const c = client;
+  client = undefined;
+  // a client that never started cannot be stopped (vscode-languageclient throws): nothing to stop then
+  if (c && c.state !== State.Stopped) {
+    try { await c.stop(); } catch (e) { output.appendLine(`Tandem: stopping the server: ${String(e)}`); }
+  }
+}
+
+async function offerHelp(why: string): Promise<void> {
+  const pick = await vscode.window.showErrorMessage(`Tandem: ${why}`, "Set Path", "Pull Models", "Open Log");
+  if (pick === "Set Path") {
+    await vscode.commands.executeCommand("workbench.action.openSettings", "tandem.serverPath");
+  } else if (pick === "Pull Models") {
+    const t = vscode.window.createTerminal("Tandem");
+    t.show();
+    t.sendText("tandem models pull");
+  } else if (pick === "Open Log") {
+    output.show();
+  }
+}
+
+async function restart(context: vscode.ExtensionContext): Promise<void> {
+  await stop();
+  await start(context);
+  await refresh();
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel("Tandem", { log: true });
+  SETTINGS = Object.keys(context.extension.packageJSON.contributes.configuration.properties)
+    .map((k) => k.replace(/^tandem\./, "")).filter((k) => !EXTENSION_ONLY.has(k));
+  context.subscriptions.push(output, statsChanged);
+  // the statistics as a read-only document of our own scheme: not saved, not sent to the server, one tab
+  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider("tandem-stats", {
+    onDidChange: statsChanged.event,
+    provideTextDocumentContent: () => statsText,
+  }));
   status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   status.command = "tandem.showStats";
   status.show();
@@ -110,16 +197,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await refresh();
     }),
     vscode.commands.registerCommand("tandem.showStats", async () => {
-      if (!client) return;
-      const s = await client.sendRequest("tandem/stats", {});
-      const doc = await vscode.workspace.openTextDocument({ language: "json", content: JSON.stringify(s, null, 2) });
+      if (!client || client.state !== State.Running) {
+        output.show();
+        return;
+      }
+      statsText = JSON.stringify(await client.sendRequest("tandem/stats", {}), null, 2);
+      statsChanged.fire(STATS_URI);
+      const doc = await vscode.languages.setTextDocumentLanguage(
+        await vscode.workspace.openTextDocument(STATS_URI), "json");
       await vscode.window.showTextDocument(doc, { preview: true });
     }),
-    vscode.commands.registerCommand("tandem.restart", async () => {
-      await client?.stop();
-      await start(context);
-      await refresh();
+    vscode.commands.registerCommand("tandem.restart", () => restart(context)),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration("tandem.serverPath")) void restart(context);
     }),
+    { dispose: () => void stop() },
   );
   await start(context);
   context.subscriptions.push(
@@ -136,5 +228,5 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 export async function deactivate(): Promise<void> {
   if (poll) clearInterval(poll);
   if (cursorTimer) clearTimeout(cursorTimer);
-  await client?.stop();
+  await stop();
 }
