@@ -23,7 +23,7 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--drafters", default="ngram,template,model",
                    help="drafters the controller may use, comma-separated (default ngram,template,model)")
     g.add_argument("--stats", metavar="PATH", help="acceptance statistics file ('' to keep them in memory)")
-    r = p.add_argument_group("an inference server instead of the models in-process (README: Team server)")
+    r = p.add_argument_group("an inference server instead of the models in-process (docs/team-server.md)")
     r.add_argument("--backend", metavar="URL", help="the server's URL, e.g. http://127.0.0.1:8012")
     r.add_argument("--backend-kind", choices=KINDS, default="llama-server",
                    help="llama-server (its /completion) or openai (/v1/completions: vLLM and others)")

@@ -1,7 +1,7 @@
 """KV states of earlier prompts, kept in RAM so that a return to a page or a document restores its cache instead
 of evaluating it again. Copying a sequence's state out of llama.cpp and back costs ~4 ms for a 1,500-token
 page on this CPU (41 MiB), evaluating it again ~17 s; one unified llama.cpp cache with a sequence per page was
-no faster to use and would reserve the whole budget up front (README: "The KV store").
+no faster to use and would reserve the whole budget up front (docs/server.md: "The KV store").
 
 Least recently used first out, within a byte budget and a number of entries."""
 from __future__ import annotations

@@ -34,7 +34,7 @@ class Settings:
     gpu_layers: int = 0
     gpu_layers_draft: int = 0
     drafters: tuple[str, ...] = ("ngram", "template", "model")
-    # an inference server instead of the models in-process (README: Team server); "" : in-process
+    # an inference server instead of the models in-process (docs/team-server.md); "" : in-process
     backend: str = ""                 # its URL
     backend_kind: str = "llama-server"   # llama-server | openai
     backend_model: str = ""           # openai: the model name ("" : the server's first)
