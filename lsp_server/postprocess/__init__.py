@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .around import Around
-from . import (close_cut_block, drop_closer_overlap, drop_dead_end, drop_repetition, drop_suffix_repeat,
-               drop_unfinished_line, fit_indent, keep_opened_block, single_line, stay_in_block, syntax_cut,
+from . import (close_cut_block, drop_closer_overlap, drop_dead_end, drop_line_rest_repeat, drop_repetition,
+               drop_suffix_repeat, drop_unfinished_line, fit_indent, keep_opened_block, single_line, stay_in_block, syntax_cut,
                trim_trailing_blank)
 
 FILTERS = {
@@ -20,6 +20,7 @@ FILTERS = {
     "stay_in_block": stay_in_block.apply,
     "drop_suffix_repeat": drop_suffix_repeat.apply,
     "drop_closer_overlap": drop_closer_overlap.apply,
+    "drop_line_rest_repeat": drop_line_rest_repeat.apply,
     "drop_dead_end": drop_dead_end.apply,
     "syntax_cut": syntax_cut.apply,
     "close_cut_block": close_cut_block.apply,
@@ -28,8 +29,8 @@ FILTERS = {
 # may leave trailing blank lines behind; a cut line goes before keep_opened_block cuts at a block's end (what
 # that leaves is whole: dropping its last line then would drop a finished one)
 ORDER = ("single_line", "fit_indent", "drop_unfinished_line", "keep_opened_block", "trim_trailing_blank",
-         "drop_repetition", "stay_in_block", "drop_suffix_repeat", "drop_closer_overlap", "drop_dead_end",
-         "syntax_cut", "close_cut_block", "trim_trailing_blank")
+         "drop_repetition", "stay_in_block", "drop_suffix_repeat", "drop_closer_overlap", "drop_line_rest_repeat",
+         "drop_dead_end", "syntax_cut", "close_cut_block", "trim_trailing_blank")
 
 
 def run(completion: str, around: Around) -> str:
