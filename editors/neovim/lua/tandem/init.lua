@@ -61,16 +61,41 @@ local function report_moves(client, bufnr)
   end })
 end
 
+local ACCEPT_DESC = "Tandem: accept the suggestion"
+
+-- What the accept key did before Tandem mapped it (a completion or snippet plugin's <Tab>, or the key itself):
+-- done when there is no suggestion, so those plugins keep their key. Our mapping is not an expr one, so a
+-- plugin's function may change the buffer.
+function M.fallback(key)
+  local prev = vim.fn.maparg(key, "i", false, true)
+  if vim.tbl_isempty(prev) or prev.desc == ACCEPT_DESC then
+    return function() vim.api.nvim_feedkeys(vim.keycode(key), "ni", false) end
+  end
+  local mode = (prev.noremap == 1 and "n" or "m") .. "i"   -- i: before what is typed next
+  if prev.callback then
+    return function()
+      local keys = prev.callback()
+      if prev.expr == 1 and type(keys) == "string" and keys ~= "" then
+        vim.api.nvim_feedkeys(prev.replace_keycodes == 1 and vim.keycode(keys) or keys, mode, false)
+      end
+    end
+  end
+  return function()
+    local rhs = prev.expr == 1 and vim.api.nvim_eval(prev.rhs) or prev.rhs
+    vim.api.nvim_feedkeys(vim.keycode(rhs), mode, false)
+  end
+end
+
 function M.on_attach(client, bufnr)
   report_moves(client, bufnr)
   if vim.lsp.inline_completion then
     vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
-    if M.config.keymaps.accept then
-      vim.keymap.set("i", M.config.keymaps.accept, function()
-        if not vim.lsp.inline_completion.get() then
-          return M.config.keymaps.accept
-        end
-      end, { buffer = bufnr, expr = true, desc = "Tandem: accept the suggestion" })
+    local key = M.config.keymaps.accept
+    if key then
+      local fallback = M.fallback(key)
+      vim.keymap.set("i", key, function()
+        if not vim.lsp.inline_completion.get() then fallback() end
+      end, { buffer = bufnr, desc = ACCEPT_DESC })
     end
   else
     -- 0.11: the popup, asked for after each pause in typing (the server's trigger characters alone
@@ -96,12 +121,76 @@ function M.setup(opts)
   vim.lsp.enable("tandem")
 end
 
---- The server's statistics (tandem/stats), synchronously; nil if it is not running.
-function M.stats(bufnr)
-  local client = vim.lsp.get_clients({ name = "tandem", bufnr = bufnr or 0 })[1]
-  if not client then return nil end
+local function client_of(bufnr)
+  return vim.lsp.get_clients({ name = "tandem", bufnr = bufnr or 0 })[1]
+    or vim.lsp.get_clients({ name = "tandem" })[1]
+end
+
+--- The server's statistics (tandem/stats); nil if it is not running. With `callback`, asynchronously (the
+--- editor does not wait); without, synchronously, at most 5 s.
+function M.stats(bufnr, callback)
+  local client = client_of(bufnr)
+  if not client then
+    if callback then callback(nil) end
+    return nil
+  end
+  if callback then
+    client:request("tandem/stats", {}, function(err, result) callback(not err and result or nil) end, bufnr or 0)
+    return nil
+  end
   local res = client:request_sync("tandem/stats", {}, 5000, bufnr or 0)
   return res and res.result
 end
+
+local function show_stats()
+  M.stats(0, vim.schedule_wrap(function(s)
+    if not s then return vim.notify("Tandem: the server is not running", vim.log.levels.WARN) end
+    local buf = vim.api.nvim_create_buf(false, true)   -- a scratch buffer: never saved, never sent
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(vim.json.encode(s), "\n"))
+    vim.bo[buf].filetype = "json"
+    vim.cmd("split")
+    vim.api.nvim_win_set_buf(0, buf)
+    if vim.fn.executable("python3") == 1 then vim.cmd("silent %!python3 -m json.tool") end
+    vim.bo[buf].modified = false
+  end))
+end
+
+local function set_enabled(on)
+  M.config.settings.enabled = on
+  for _, client in ipairs(vim.lsp.get_clients({ name = "tandem" })) do
+    client:notify("workspace/didChangeConfiguration", { settings = { tandem = { enabled = on } } })
+  end
+  vim.notify("Tandem: completions " .. (on and "on" or "off"))
+end
+
+M.commands = {
+  status = function()
+    M.stats(0, vim.schedule_wrap(function(s)
+      if not s then return vim.notify("Tandem: not running") end
+      local state = s.load_error and ("models could not be loaded: " .. s.load_error)
+        or (s.ready and "ready" or "loading models")
+      vim.notify(string.format("Tandem: %s; %s tok/s; %d of %d suggestions accepted", state,
+        s.tok_s and string.format("%.1f", s.tok_s) or "-", s.suggestions.accepted, s.suggestions.shown))
+    end))
+  end,
+  stats = show_stats,
+  enable = function() set_enabled(true) end,
+  disable = function() set_enabled(false) end,
+  toggle = function() set_enabled(M.config.settings.enabled == false) end,
+  restart = function()
+    for _, client in ipairs(vim.lsp.get_clients({ name = "tandem" })) do client:stop() end
+    vim.defer_fn(function() vim.lsp.enable("tandem", false); vim.lsp.enable("tandem") end, 500)
+  end,
+}
+
+vim.api.nvim_create_user_command("Tandem", function(opts)
+  local run = M.commands[opts.fargs[1] or "status"]
+  if not run then
+    return vim.notify("Tandem: no such command " .. opts.fargs[1] .. " (status, stats, enable, disable, toggle, restart)",
+      vim.log.levels.ERROR)
+  end
+  run()
+end, { nargs = "?", complete = function() return vim.tbl_keys(M.commands) end,
+       desc = "Tandem: status | stats | enable | disable | toggle | restart" })
 
 return M
