@@ -131,6 +131,21 @@ def cmd_serve(args) -> None:
     serve(tcp_port=args.tcp, host=args.host)
 
 
+def cmd_engine(args) -> None:
+    """The shared engine process (engine/shared/host.py); the windows' servers start it (setting `engine`)."""
+    import json
+    import logging
+    from ..engine import EngineConfig
+    from ..engine.shared.host import serve
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        raw = json.loads(args.config) if args.config else {}
+        cfg = EngineConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
+    except (ValueError, TypeError) as e:
+        _die(f"--config: {e}", 2)
+    serve(cfg, args.socket, args.idle_exit)
+
+
 def cmd_replay(args) -> None:
     from ..bench.replay import run_replay
     try:
@@ -244,6 +259,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tcp", type=int, metavar="PORT", help="listen on this TCP port instead of stdio")
     s.add_argument("--host", default="127.0.0.1", help="address for --tcp (default 127.0.0.1)")
     s.set_defaults(func=cmd_serve)
+
+    g = sub.add_parser("engine", help="the shared engine process every window's server uses (started by them "
+                                      "with the setting engine: shared)")
+    g.add_argument("--socket", required=True, help="the Unix socket to serve on (made mode 0600)")
+    g.add_argument("--config", help="the engine configuration, as JSON (EngineConfig's fields)")
+    g.add_argument("--idle-exit", type=float, default=600.0, metavar="S",
+                   help="exit after this many seconds without a window (default 600)")
+    g.set_defaults(func=cmd_engine)
 
     r = sub.add_parser("replay", help="replay typing sessions against `tandem serve` and report what users feel")
     r.add_argument("--sessions", help="a sessions.json (default: fixtures/replays/sessions.json)")

@@ -43,6 +43,10 @@ class Settings:
     backend_verify_tls: bool = True
     backend_max_in_flight: int = 2
     backend_vocab: str = ""           # a GGUF of the server model's family, for its tokens ("" : default target's)
+    # "local": the models in this server's process; "shared": in one engine process for every window (started
+    # when none answers, gone after engineIdleMinutes without a window)
+    engine: str = "local"
+    engine_idle_minutes: int = 10
     # generation (takes effect on the next request)
     speculation: bool = True
     draft_min: int = 0
@@ -96,6 +100,7 @@ class Settings:
     fast_below_tokens: int = 0
 
     MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu_layers", "gpu_layers_draft", "drafters",
+                  "engine", "engine_idle_minutes",
                   "backend", "backend_kind", "backend_model", "backend_api_key_env", "backend_timeout_ms",
                   "backend_verify_tls", "backend_max_in_flight", "backend_vocab")
     # what a workspace's own tandem.toml may not set: it comes with a repository someone cloned, and must not send
@@ -159,6 +164,10 @@ class Settings:
                 raise SettingsError(f"{name} must be positive")
         if self.backend and not self.backend.startswith(("http://", "https://")):
             raise SettingsError(f"backend {self.backend!r}: expected an http:// or https:// URL")
+        if self.engine not in ("local", "shared"):
+            raise SettingsError(f"engine {self.engine!r}: choose local or shared")
+        if self.engine_idle_minutes <= 0:
+            raise SettingsError("engineIdleMinutes must be positive")
         if self.backend_kind not in KINDS:
             raise SettingsError(f"backendKind {self.backend_kind!r}: choose from {', '.join(KINDS)}")
         if self.backend_timeout_ms <= 0 or self.backend_max_in_flight < 1:

@@ -1,0 +1,343 @@
+"""The engine a window's server uses when the models live in the shared engine process: tokens are counted
+here (the model's vocabulary, without weights), everything the models do is asked of the engine process over
+its Unix socket. No engine process answers: one is started (under a lock, so two windows starting together
+start one), and the caller waits while it loads. It dies: each window is told once, and the next request starts
+a new one."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, replace
+
+from .. import registry
+from ..engine import EngineConfig
+from ..gguf import ModelFileError
+from ..llama import ContextFullError, ModelCounters, VocabularyFile
+from ..speculative import Generation, GenerationRequest
+from ..vocab import fim_tokens
+from . import wire
+
+START_WAIT_S = 600.0     # the models load in the engine process (a first calibration takes a while)
+CANCEL_POLL_S = 0.02
+CALL_WAIT_S = 30.0       # a quick question (what is cached) that takes longer: the engine is stuck
+
+
+class EngineDown(RuntimeError):
+    """The engine process is gone (it died, or could not start)."""
+
+
+def runtime_dir() -> str:
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    path = os.path.join(base, "tandem") if base else f"/tmp/tandem-{os.getuid()}"
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+def socket_path(cfg: EngineConfig) -> str:
+    """One engine process per model configuration (what needs another load of the models to change): windows
+    with the same models share it, others get their own."""
+    key = {k: v for k, v in asdict(cfg).items()
+           if k not in ("speculation", "draft_min", "draft_max", "kv_store_mib", "cache_reuse")}
+    key["target_path"] = os.path.abspath(cfg.target_path or str(registry.default_path(registry.DEFAULT_TARGET)))
+    key["cache"] = str(registry.cache_dir())
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return os.path.join(runtime_dir(), f"engine-{digest}.sock")
+
+
+class _Counters:
+    """engine.target.counters, read from the engine process when asked (the statistics)."""
+
+    def __init__(self, engine: "SharedEngine"):
+        self._engine = engine
+
+    def __getattr__(self, name: str) -> int:
+        return self._engine.host_summary().get("counters", {}).get(name, 0)
+
+
+class SharedModel:
+    """The parts of a local model the service reads (`engine.target`)."""
+
+    def __init__(self, path: str, vocab: VocabularyFile, engine: "SharedEngine"):
+        self.path, self.name, self.vocab_file = path, "target", vocab
+        self.tokens: list[int] = []
+        self.counters = _Counters(engine)
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.vocab_file.tokenize(text)
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return self.vocab_file.detokenize(tokens)
+
+    def token_text(self, token: int) -> str:
+        return self.vocab_file.token_text(token)
+
+
+class SharedEngine:
+    def __init__(self, cfg: EngineConfig, log=lambda msg: print(msg, file=sys.stderr), idle_s: float = 600.0,
+                 path: str | None = None):
+        self.cfg, self.log, self.idle_s = replace(cfg), log, idle_s
+        self.path = path or socket_path(cfg)
+        target = cfg.target_path or str(registry.default_path(registry.DEFAULT_TARGET))
+        if not os.path.exists(target):
+            raise ModelFileError(f"{target}: target model not found; run `tandem models pull`")
+        registry.verify_model_file(target)
+        self.vocab = VocabularyFile(target)
+        self.fim = fim_tokens(self.vocab)
+        self.target = SharedModel(target, self.vocab, self)
+        self.warnings: list[str] = []
+        self._notices: deque[str] = deque(maxlen=8)
+        self._lock = threading.Lock()            # one writer on the socket at a time
+        self._ids = iter(range(1, 1 << 62))
+        self._pending: dict[int, queue.Queue] = {}
+        self._sock: socket.socket | None = None
+        self._down: str | None = None
+        self._summary: dict = {}
+        self._summary_at = 0.0
+        self._connect()
+        info = self._call("info")
+        self.pid, self.draft_decision = info["pid"], info["draft_decision"]
+        self.cfg.n_ctx, self.cfg.draft_max = info["n_ctx"], info["draft_max"]
+        self.prompt_tok_s = info["prompt_tok_s"]
+        self.warnings += info["warnings"]
+        self._loaded = info["loaded"]
+        self._draft_resident = info["draft"] is not None
+
+    # ---- the engine process -------------------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        """Connect to the engine process, starting it first if none answers."""
+        sock = self._try_connect()
+        if sock is None:
+            with open(self.path + ".lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)    # another window may be starting it: wait for that one
+                sock = self._try_connect() or self._start()
+        self._sock, self._down = sock, None
+        threading.Thread(target=self._read, args=(sock,), name="tandem-engine-reader", daemon=True).start()
+
+    def _try_connect(self) -> socket.socket | None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self.path)
+            return s
+        except OSError:
+            s.close()
+            return None
+
+    def _start(self) -> socket.socket:
+        logfile = os.path.join(os.path.dirname(self.path), os.path.basename(self.path)[:-5] + ".log")
+        cmd = [sys.executable, "-m", "lsp_server.cli.main", "engine", "--socket", self.path,
+               "--idle-exit", str(self.idle_s), "--config", json.dumps(asdict(self.cfg), default=list)]
+        self.log(f"starting the shared engine process (log: {logfile})")
+        with open(logfile, "ab") as out:
+            # cwd /: `python -m` puts the working folder first on sys.path, and a project may have its own lsp_server
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+                                    cwd="/")
+        t0, said = time.monotonic(), 0.0
+        while time.monotonic() - t0 < START_WAIT_S:
+            if (sock := self._try_connect()) is not None:
+                self.log(f"shared engine ready (pid {proc.pid}, {time.monotonic() - t0:.1f} s)")
+                return sock
+            if proc.poll() is not None:
+                raise EngineDown(f"the engine process exited with {proc.returncode} while loading: "
+                                 f"{_tail(logfile)}")
+            if time.monotonic() - said >= 5:
+                said = time.monotonic()
+                self.log(f"the shared engine is loading the models ({said - t0:.0f} s)")
+            time.sleep(0.1)
+        proc.kill()
+        raise EngineDown(f"the engine process did not answer within {START_WAIT_S:.0f} s (log: {logfile})")
+
+    def _read(self, sock: socket.socket) -> None:
+        f = sock.makefile("rb")
+        try:
+            for line in f:
+                msg = wire.loads(line)
+                q = self._pending.get(msg.get("id"))
+                if q is not None:
+                    q.put(msg)
+        except (OSError, ValueError):
+            pass
+        if self._sock is sock:   # not a connection replaced since
+            self._lost("the shared engine process stopped")
+
+    def _lost(self, why: str) -> None:
+        self._down = why
+        self._notices.append(f"{why}; the next request starts it again")
+        for q in list(self._pending.values()):
+            q.put({"ev": "error", "kind": "down", "message": why})
+
+    def _send(self, msg: dict) -> None:
+        with self._lock:
+            if self._down is not None or self._sock is None:
+                self._connect()
+            try:
+                self._sock.sendall(wire.dumps(msg))
+            except OSError as e:
+                self._lost(f"the shared engine process cannot be reached ({e})")
+                raise EngineDown(self._down) from None
+
+    def _open(self, op: str, **kw) -> tuple[int, queue.Queue]:
+        rid = next(self._ids)
+        q: queue.Queue = queue.Queue()
+        self._pending[rid] = q
+        try:
+            self._send({"id": rid, "op": op, **kw})
+        except BaseException:
+            self._pending.pop(rid, None)
+            raise
+        return rid, q
+
+    def _call(self, op: str, **kw):
+        rid, q = self._open(op, **kw)
+        try:
+            try:
+                msg = q.get(timeout=CALL_WAIT_S)
+            except queue.Empty:
+                raise EngineDown(f"the shared engine did not answer {op} within {CALL_WAIT_S:.0f} s") from None
+            return self._result(msg)
+        finally:
+            self._pending.pop(rid, None)
+
+    @staticmethod
+    def _result(msg: dict):
+        if msg.get("ev") == "error":
+            if msg.get("kind") == "context_full":
+                raise ContextFullError(msg["message"])
+            if msg.get("kind") == "down":
+                raise EngineDown(msg["message"])
+            raise RuntimeError(msg["message"])
+        return msg.get("result")
+
+    # ---- the engine interface -----------------------------------------------------------------------------
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.vocab.tokenize(text)
+
+    def cached(self, tokens: list[int]) -> int:
+        try:
+            return int(self._call("cached", tokens=tokens))
+        except EngineDown:
+            return 0   # nothing is cached in an engine that is not there; the request itself will say so
+
+    def prompt_seconds(self, tokens: int) -> float:
+        return tokens / self.prompt_tok_s if self.prompt_tok_s > 0 else 0.0
+
+    def generate(self, req: GenerationRequest, cancel: threading.Event | None = None) -> Generation:
+        rid, q = self._open("generate", request=wire.request_to_dict(req))
+        try:
+            told = False
+            while True:
+                try:
+                    msg = q.get(timeout=CANCEL_POLL_S)
+                except queue.Empty:
+                    if cancel is not None and cancel.is_set() and not told:
+                        told = True
+                        self._send({"id": rid, "op": "cancel"})
+                    continue
+                ev = msg.get("ev")
+                if ev == "text" and req.on_text is not None:
+                    req.on_text(msg["text"], msg["n"])
+                elif ev == "prompt" and req.on_prompt is not None:
+                    req.on_prompt(*msg["args"])
+                elif ev == "goes_on":
+                    value = bool(req.goes_on(msg["text"])) if req.goes_on is not None else False
+                    self._send({"id": rid, "op": "reply", "value": value})
+                elif ev in ("done", "error"):
+                    gen = wire.generation_from_dict(self._result(msg))
+                    self.target.tokens = list(req.tokens) + gen.tokens
+                    return gen
+        finally:
+            self._pending.pop(rid, None)
+
+    def prewarm(self, tokens: list[int], cancel: threading.Event | None = None, draft: bool = False,
+                keep: int = 0) -> int:
+        rid, q = self._open("prewarm", tokens=tokens, draft=draft, keep=keep)
+        try:
+            told = False
+            while True:
+                try:
+                    return int(self._result(q.get(timeout=CANCEL_POLL_S)) or 0)
+                except queue.Empty:
+                    if cancel is not None and cancel.is_set() and not told:
+                        told = True
+                        self._send({"id": rid, "op": "cancel"})
+        finally:
+            self._pending.pop(rid, None)
+
+    def tune(self, speculation: bool, draft_min: int, draft_max: int, kv_store_mib: int, cache_reuse: int) -> None:
+        """The engine process's settings: the last window to change them sets them for all."""
+        self.cfg.speculation, self.cfg.draft_min, self.cfg.draft_max = speculation, draft_min, draft_max
+        self._call("tune", args=[speculation, draft_min, draft_max, kv_store_mib, cache_reuse])
+
+    def host_summary(self) -> dict:
+        """What the engine process says of itself, at most once a second."""
+        if time.monotonic() - self._summary_at > 1.0:
+            try:
+                self._summary = self._call("summary")
+            except (EngineDown, RuntimeError):
+                self._summary = {}
+            self._summary_at = time.monotonic()
+        return self._summary
+
+    @property
+    def draft(self):
+        s = self.host_summary()
+        return True if s.get("draft_resident", self._draft_resident) else None
+
+    def loaded(self) -> str:
+        return f"shared engine (pid {self.pid}, {self.path}): {self._loaded}"
+
+    def file_changes(self) -> list[str]:
+        return []
+
+    def notices(self) -> list[str]:
+        out = list(self._notices)
+        self._notices.clear()
+        if self._down is None:
+            try:
+                out += self._call("notices")
+            except (EngineDown, RuntimeError):
+                pass
+        return out
+
+    def store_summary(self) -> dict:
+        s = self.host_summary()
+        return {**s.get("store", {}), "shared": True}
+
+    def summary(self) -> dict:
+        s = self.host_summary()
+        return {"shared_engine": {"socket": self.path, **s.get("host", {}), "up": self._down is None}}
+
+    def warn(self, msg: str) -> None:
+        self.warnings.append(msg)
+        self.log(f"warning: {msg}")
+
+    def close(self) -> None:
+        """This window's connection ends; the engine process stays for the others (and exits when idle)."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        self.vocab.close()
+
+
+def _tail(path: str, n: int = 600) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - n))
+            return f.read().decode("utf-8", "replace").strip().replace("\n", " | ")
+    except OSError:
+        return "(no log)"

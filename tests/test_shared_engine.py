@@ -1,0 +1,123 @@
+"""One engine for every window (setting `engine: shared`): two `tandem serve` processes over stdio share one
+engine process that holds the models; it answers as the in-process engine does; a window's request makes the
+other window's fill-ahead yield; the engine process that dies is started again by the next request, with one
+message; it exits when no window has been connected for its idle time."""
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from lsp_server.engine import EngineConfig, GenerationRequest
+from lsp_server.engine.shared import SharedEngine
+from rawlsp import RawServer
+
+pytestmark = pytest.mark.models
+
+CODE = "def total(prices):\n    s = 0\n    for p in prices:\n        \n    return s\n"
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+@pytest.fixture
+def runtime(tmp_path, monkeypatch):
+    d = tmp_path / "rt"
+    d.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(d))
+    return d
+
+
+def test_two_windows_share_one_engine_process(runtime, tmp_path):
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime))
+    windows = [RawServer(cwd=tmp_path, env=env) for _ in range(2)]
+    try:
+        for w in windows:
+            w.initialize({"engine": "shared", "kvStoreMiB": 128})
+            # the clients' configuration right after initialized, while the engine starts: no second start
+            w.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"engine": "shared"}}})
+        stats = [w.wait_ready() for w in windows]
+        assert all(s["ready"] and not s["load_error"] for s in stats), stats
+        pids = {s["backend"]["shared_engine"]["pid"] for s in stats}
+        assert len(pids) == 1, stats
+        host = pids.pop()
+        for i, w in enumerate(windows):
+            uri = (tmp_path / f"w{i}.py").as_uri()
+            w.open(uri, CODE)
+            answer = w.wait(w.inline(uri, 3, 8), timeout=120)
+            assert answer["result"]["items"][0]["insertText"].strip(), answer
+        s = windows[0].request("tandem/stats", {})["result"]
+        assert s["backend"]["shared_engine"]["windows"] == 2 and s["loads"] == 1
+        # the weights live in the engine process; the windows' servers hold documents, parsers and a vocabulary
+        assert rss_mib(host) > 1000
+        assert all(rss_mib(w.proc.pid) < 500 for w in windows), [rss_mib(w.proc.pid) for w in windows]
+    finally:
+        for w in windows:
+            w.close()
+
+
+def test_it_answers_as_the_in_process_engine_restarts_after_it_dies_and_exits_when_idle(runtime, engine):
+    cfg = EngineConfig(stats_path="", kv_store_mib=64)
+    window = SharedEngine(cfg, log=lambda m: None, idle_s=3)
+    other = SharedEngine(cfg, log=lambda m: None, idle_s=3)
+    try:
+        assert other.pid == window.pid
+        prompt = window.tokenize("def fibonacci(n):\n    ")
+        shared = window.generate(GenerationRequest(prompt, max_tokens=32, speculative=False))
+        local = engine.generate(GenerationRequest(engine.tokenize("def fibonacci(n):\n    "), max_tokens=32,
+                                                  speculative=False))
+        assert shared.text == local.text and shared.tokens == local.tokens
+        # a streamed answer, a question back to the window (does the line go on), and a cancel
+        seen, asked = [], []
+        g = window.generate(GenerationRequest(prompt, max_tokens=48, single_line=True,
+                                              on_text=lambda t, n: seen.append(t),
+                                              goes_on=lambda t: asked.append(t) or False))
+        assert seen and asked and "\n" not in g.text.strip()
+        stop = threading.Event()
+        stop.set()
+        assert window.generate(GenerationRequest(prompt, max_tokens=200), stop).stop_reason == "cancelled"
+        # a fill ahead of the other window yields to this window's request
+        fill = threading.Thread(target=other.prewarm, args=(other.tokenize("x = 1\n" * 600),))
+        fill.start()
+        time.sleep(0.3)
+        window.generate(GenerationRequest(prompt, max_tokens=4))
+        fill.join(60)
+        time.sleep(1.1)   # the summary is asked of the engine process at most once a second
+        assert window.summary()["shared_engine"]["fills_yielded"] >= 1
+
+        # the engine process dies: each window is told once, and its next request starts a new one
+        dead = window.pid
+        os.kill(dead, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while window._down is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        notes = window.notices()
+        assert len(notes) == 1 and "stopped" in notes[0] and window.notices() == []
+        again = window.generate(GenerationRequest(prompt, max_tokens=32, speculative=False))
+        assert again.text == local.text
+        info = window._call("info")
+        assert info["pid"] != dead and alive(info["pid"])
+        new_host = info["pid"]
+    finally:
+        window.close()
+        other.close()
+    # no window left: it exits after its idle time, and takes its socket with it
+    deadline = time.monotonic() + 30
+    while alive(new_host) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(new_host) or open(f"/proc/{new_host}/stat").read().split()[2] == "Z"
+    assert not Path(window.path).exists()
