@@ -233,6 +233,15 @@ class SharedEngine:
         return tokens / self.prompt_tok_s if self.prompt_tok_s > 0 else 0.0
 
     def generate(self, req: GenerationRequest, cancel: threading.Event | None = None) -> Generation:
+        try:
+            return self._generate(req, cancel)
+        except EngineDown:
+            # the engine process died under this request: the window was told (notices); a new one answers it
+            if cancel is not None and cancel.is_set():
+                raise
+            return self._generate(req, cancel)
+
+    def _generate(self, req: GenerationRequest, cancel: threading.Event | None) -> Generation:
         rid, q = self._open("generate", request=wire.request_to_dict(req))
         try:
             told = False
