@@ -8,7 +8,7 @@ DEMO_FILE ?= fixtures/demo/orders.py
 DEMO_LINE ?= 40
 DEMO_COL  ?= 1
 
-.PHONY: demo test check models install bench replay clean-venv llama-server
+.PHONY: demo test check models install bench replay clean-venv llama-server vsix
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ test: models llama-server
 check: install
 	rm -rf .check-cache && mkdir .check-cache
 	TANDEM_CACHE_DIR=$(CURDIR)/.check-cache $(PY) -m pytest -q -p no:cacheprovider -m "not models"
+
+# the VS Code extension, packaged: editors/vscode/tandem.vsix (code --install-extension editors/vscode/tandem.vsix)
+vsix:
+	cd editors/vscode && npm ci --no-audit --no-fund && npm run build && npm run package
 
 bench: models
 	$(VENV)/bin/tandem bench --json bench.json --chart bench.svg
