@@ -19,6 +19,9 @@ let startError: string | undefined;
 const STATS_URI = vscode.Uri.parse("tandem-stats:/statistics.json");
 const statsChanged = new vscode.EventEmitter<vscode.Uri>();
 let statsText = "{}";
+// snoozed until this time (ms since the epoch): the client asks nothing of the server meanwhile; this window only
+let snoozedUntil = 0;
+const SNOOZE_MINUTES = 15;
 let poll: NodeJS.Timeout | undefined;
 
 // a move with no edit in it (a click, a jump, a file switch), reported once the cursor has rested this long;
@@ -89,7 +92,8 @@ async function refresh(): Promise<void> {
       status.tooltip = "Tandem: loading models";
     } else {
       const speed = s.tok_s ? `${s.tok_s.toFixed(1)} tok/s` : "ready";
-      status.text = `${on ? "$(sparkle)" : "$(circle-slash)"} Tandem ${speed}`;
+      const snoozed = Date.now() < snoozedUntil;
+      status.text = `${snoozed ? "$(bell-slash)" : on ? "$(sparkle)" : "$(circle-slash)"} Tandem ${speed}`;
       status.tooltip = `Tandem: ${on ? "on" : "off"}; ${s.suggestions.accepted} of ${s.suggestions.shown} ` +
         `suggestions accepted; draft tokens accepted by the target: ${acceptance(s)} (click: statistics)`;
     }
@@ -136,6 +140,10 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     initializationOptions: settings(),
     synchronize: { configurationSection: "tandem" },
     outputChannel: output,
+    middleware: {
+      provideInlineCompletionItems: (document, position, ctx, token, next) =>
+        Date.now() < snoozedUntil ? undefined : next(document, position, ctx, token),
+    },
   };
   client = new LanguageClient("tandem", "Tandem", serverOptions, clientOptions);
   try {
@@ -170,6 +178,27 @@ async function offerHelp(why: string): Promise<void> {
   }
 }
 
+// what a click on the status item offers (as Copilot's and llama.vscode's do)
+async function menu(): Promise<void> {
+  const cfg = vscode.workspace.getConfiguration("tandem");
+  const on = cfg.get<boolean>("enabled");
+  const lang = vscode.window.activeTextEditor?.document.languageId;
+  const langOn = lang ? (cfg.get<Record<string, boolean>>("languages") ?? {})[lang] !== false : true;
+  const snoozed = Date.now() < snoozedUntil;
+  const items: (vscode.QuickPickItem & { command: string })[] = [
+    { label: on ? "$(circle-slash) Turn completions off" : "$(sparkle) Turn completions on", command: "tandem.toggle" },
+    { label: snoozed ? "$(bell) Wake up" : `$(bell-slash) Snooze for ${SNOOZE_MINUTES} minutes`,
+      description: "this window", command: "tandem.snooze" },
+    ...(lang ? [{ label: langOn ? `$(circle-slash) Off for ${lang}` : `$(check) On for ${lang}`,
+      command: "tandem.toggleLanguage" }] : []),
+    { label: "$(graph) Show statistics", command: "tandem.showStats" },
+    { label: "$(output) Open log", command: "tandem.openLog" },
+    { label: "$(debug-restart) Restart server", command: "tandem.restart" },
+  ];
+  const pick = await vscode.window.showQuickPick(items, { placeHolder: "Tandem" });
+  if (pick) await vscode.commands.executeCommand(pick.command);
+}
+
 async function restart(context: vscode.ExtensionContext): Promise<void> {
   await stop();
   await start(context);
@@ -187,7 +216,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     provideTextDocumentContent: () => statsText,
   }));
   status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
-  status.command = "tandem.showStats";
+  status.command = "tandem.menu";
   status.show();
   context.subscriptions.push(status);
   context.subscriptions.push(
@@ -208,6 +237,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await vscode.window.showTextDocument(doc, { preview: true });
     }),
     vscode.commands.registerCommand("tandem.restart", () => restart(context)),
+    vscode.commands.registerCommand("tandem.menu", () => menu()),
+    vscode.commands.registerCommand("tandem.openLog", () => output.show()),
+    vscode.commands.registerCommand("tandem.snooze", async () => {
+      snoozedUntil = Date.now() > snoozedUntil ? Date.now() + SNOOZE_MINUTES * 60_000 : 0;
+      await refresh();
+    }),
+    vscode.commands.registerCommand("tandem.toggleLanguage", async () => {
+      const lang = vscode.window.activeTextEditor?.document.languageId;
+      if (!lang) return;
+      const cfg = vscode.workspace.getConfiguration("tandem");
+      const languages = { ...(cfg.get<Record<string, boolean>>("languages") ?? {}) };
+      languages[lang] = languages[lang] === false;
+      await cfg.update("languages", languages, vscode.ConfigurationTarget.Global);
+      await refresh();
+    }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration("tandem.serverPath")) void restart(context);
     }),
