@@ -123,10 +123,22 @@ def log_lines(s: RawServer) -> list[str]:
             msg = s.notifications.get_nowait()
         except queue.Empty:
             return out
+        s.__dict__.setdefault("drained", []).append(msg)   # for status_pushes
         if msg.get("method") == "window/logMessage":
             out.append(msg["params"]["message"])
         elif msg.get("method") == "window/showMessage":
             out.append("show: " + msg["params"]["message"])
+
+
+def status_pushes(s: RawServer) -> list[dict]:
+    """The tandem/status notifications so far (those log_lines drained too), in order."""
+    drained = s.__dict__.setdefault("drained", [])
+    while True:
+        try:
+            drained.append(s.notifications.get(timeout=0.5))
+        except queue.Empty:
+            break
+    return [m for m in drained if m.get("method") == "tandem/status"]
 
 
 def test_a_configuration_sent_during_the_load_loads_the_models_once():
@@ -145,6 +157,11 @@ def test_a_configuration_sent_during_the_load_loads_the_models_once():
         # after the load a change of models loads once more; one of other settings does not
         s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"maxTokens": 100}}})
         assert s.request("tandem/stats", {})["result"]["loads"] == 1
+        # the state came as it changed (tandem/status): loading once, ready once; off and on again
+        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"enabled": False}}})
+        s.request("tandem/stats", {})
+        states = [(m["params"]["state"], m["params"]["enabled"]) for m in status_pushes(s)]
+        assert states == [("loading", True), ("ready", True), ("ready", False)], states
     finally:
         s.close()
 

@@ -149,6 +149,8 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   try {
     await client.start();
     startError = undefined;
+    // the server says when its state changes (loading, ready, error, on/off): shown at once, not at the next poll
+    client.onNotification("tandem/status", () => void refresh());
   } catch (e) {
     startError = `${command} serve: ${e instanceof Error ? e.message : String(e)}`;
     output.appendLine(`Tandem: ${startError}`);
