@@ -43,5 +43,9 @@ out.expr = vim.api.nvim_buf_get_lines(third, 0, -1, false)[1]
 out.commands = vim.fn.exists(":Tandem") == 2
 local ok, err = pcall(vim.cmd, "Tandem nosuch")
 out.unknown_command = ok and "" or tostring(err)
+-- :checkhealth tandem, with a server command that is not there and no server running
+tandem.config.cmd = { "no-such-tandem-command", "serve" }
+vim.cmd("checkhealth tandem")
+out.health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
 vim.fn.writefile({ vim.json.encode(out) }, os.getenv("TANDEM_RESULT"))
 vim.cmd("qa!")

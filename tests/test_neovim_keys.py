@@ -1,6 +1,6 @@
 """The Neovim plugin's accept key and commands, headless, without the server (tests/nvim_keys.lua): where there is no
 suggestion the key does what the mapping it replaced did, so nvim-cmp's, blink.cmp's or a snippet plugin's <Tab>
-keeps working."""
+keeps working. And :Tandem, :checkhealth tandem."""
 import json
 import os
 import shutil
@@ -28,3 +28,7 @@ def test_the_accept_key_falls_back_to_the_mapping_it_replaced(tmp_path):
     assert res["plugin"] == "x[plugin]y"               # the plugin's callback ran, and could edit the buffer
     assert res["expr"] == "u(expr)v"                   # an expr mapping's keys were typed
     assert res["commands"] and "no such command nosuch (status, stats" in res["unknown_command"]
+    # :checkhealth tandem says what is missing, and how to get it
+    health = res["health"]
+    assert "Neovim 0.11" in health and "server command not found: no-such-tandem-command" in health, health
+    assert "make demo" in health and "no tandem server is running" in health, health
