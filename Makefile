@@ -8,7 +8,7 @@ DEMO_FILE ?= fixtures/demo/orders.py
 DEMO_LINE ?= 40
 DEMO_COL  ?= 1
 
-.PHONY: demo test check models install bench replay clean-venv llama-server vsix
+.PHONY: demo test check models install bench replay clean-venv llama-server vsix tool
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ test: models llama-server
 check: install
 	rm -rf .check-cache && mkdir .check-cache
 	TANDEM_CACHE_DIR=$(CURDIR)/.check-cache $(PY) -m pytest -q -p no:cacheprovider -m "not models"
+
+# `tandem` as a command of its own (pipx, else uv tool), with the llama-cpp-python wheel built for this CPU
+tool: install
+	bash scripts/install-tool.sh $(PY)
 
 # the VS Code extension, packaged: editors/vscode/tandem.vsix (code --install-extension editors/vscode/tandem.vsix)
 vsix:

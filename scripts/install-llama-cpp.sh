@@ -12,6 +12,8 @@ ARGS="-DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EX
 FLAGS=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m)
 KEY=$(printf '%s\n%s\n%s\n' "$VERSION" "$ARGS" "$FLAGS" | sha256sum | cut -c1-16)
 HOUSE="$CACHE/wheels/llama-cpp-$KEY"
+# install-tool.sh installs the same wheel into pipx's or uv's environment
+if [ -n "${WHEEL_DIR_OUT:-}" ]; then echo "$HOUSE" > "$WHEEL_DIR_OUT"; fi
 if "$PY" -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.__version__ == '$VERSION' else 1)" 2>/dev/null \
    && [ -f "$HOUSE/.installed-$(echo "$PY" | sha256sum | cut -c1-8)" ]; then
   exit 0
