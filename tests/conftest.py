@@ -8,6 +8,23 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def engine_runtime(tmp_path_factory):
+    """The shared engine processes that the tests' servers start live in a folder of this session's and are
+    stopped at its end (a user's exits after engineIdleMinutes without a window)."""
+    from lsp_server.engine.shared.client import stop_all
+    folder = tmp_path_factory.mktemp("runtime")
+    before = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(folder)
+    yield folder
+    if (folder / "tandem").is_dir():
+        stop_all(str(folder / "tandem"))
+    if before is None:
+        os.environ.pop("XDG_RUNTIME_DIR", None)
+    else:
+        os.environ["XDG_RUNTIME_DIR"] = before
+
+
 @pytest.fixture(scope="session")
 def engine():
     """The real default pair, loaded once for the whole session (as the server keeps it warm)."""

@@ -343,6 +343,27 @@ class SharedEngine:
         self.vocab.close()
 
 
+def stop_all(folder: str | None = None) -> list[int]:
+    """Stop the engine processes whose sockets are in `folder` (default: this user's runtime folder); their pids."""
+    import glob
+    import signal
+    stopped = []
+    for path in glob.glob(os.path.join(folder or runtime_dir(), "engine-*.sock")):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        try:
+            s.connect(path)
+            s.sendall(wire.dumps({"id": 1, "op": "info"}))
+            pid = wire.loads(s.makefile("rb").readline())["result"]["pid"]
+            os.kill(pid, signal.SIGTERM)
+            stopped.append(pid)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass   # gone already
+        finally:
+            s.close()
+    return stopped
+
+
 def _tail(path: str, n: int = 600) -> str:
     try:
         with open(path, "rb") as f:
