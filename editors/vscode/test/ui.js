@@ -103,7 +103,7 @@ async function main() {
     await page.keyboard.press("F1");
     await page.keyboard.type("Tandem: Show Statistics", { delay: 20 });
     await page.keyboard.press("Enter");
-    await page.waitForFunction(() => [...document.querySelectorAll(".tab")].some((t) => /Untitled/.test(t.textContent || "")),
+    await page.waitForFunction(() => [...document.querySelectorAll(".tab")].some((t) => /statistics\.json/.test(t.textContent || "")),
                                null, { timeout: 30000 });
     await new Promise((r) => setTimeout(r, 500));
     out.cursor_moves = await statsCounter(page, "cursor_moves");
