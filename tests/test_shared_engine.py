@@ -12,6 +12,7 @@ import pytest
 
 from lsp_server.engine import EngineConfig, GenerationRequest
 from lsp_server.engine.shared import SharedEngine
+from lsp_server.engine.shared.client import stop_all
 from rawlsp import RawServer
 
 pytestmark = pytest.mark.models
@@ -68,6 +69,7 @@ def test_two_windows_share_one_engine_process(runtime, tmp_path):
     finally:
         for w in windows:
             w.close()
+        stop_all(str(runtime / "tandem"))   # a user's would exit after engineIdleMinutes
 
 
 def test_it_answers_as_the_in_process_engine_restarts_after_it_dies_and_exits_when_idle(runtime, engine):

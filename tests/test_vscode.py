@@ -42,7 +42,9 @@ def test_the_extension_builds_and_packages(tmp_path):
     assert "extension/out/extension.js" in names
     assert "extension/node_modules/vscode-languageclient/package.json" in names
     commands = {c["command"] for c in manifest["contributes"]["commands"]}
-    assert commands == {"tandem.toggle", "tandem.showStats", "tandem.restart"}
+    assert commands == {"tandem.toggle", "tandem.showStats", "tandem.restart", "tandem.menu", "tandem.snooze",
+                        "tandem.toggleLanguage", "tandem.openLog"}
+    assert "extension/LICENSE.txt" in names or "extension/LICENSE" in names   # vsce asks nothing
     props = manifest["contributes"]["configuration"]["properties"]
     # the settings mirror the server's
     from lsp_server.service.settings import Settings

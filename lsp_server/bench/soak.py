@@ -19,8 +19,11 @@ GROWTH_LIMIT_MIB = 100
 
 def _sample(t0: float, stats: dict, typing_s: float) -> dict:
     mem = stats["memory"]
+    # the shared engine process's resident size counts with the server's: the models and the KV store live there
+    engine = ((stats.get("backend") or {}).get("shared_engine") or {}).get("rss_mib")
+    rss = mem["rss_mib"] + engine if mem["rss_mib"] is not None and engine is not None else mem["rss_mib"]
     out = {"wall_s": round(time.perf_counter() - t0, 1), "typing_min": round(typing_s / 60, 2),
-           "rss_mib": mem["rss_mib"], "jobs": mem["jobs"], "pending_requests": mem["pending_requests"],
+           "rss_mib": rss, "engine_rss_mib": engine, "jobs": mem["jobs"], "pending_requests": mem["pending_requests"],
            "documents": mem["documents"], "handlers_in_flight": mem.get("handlers_in_flight"),
            "model_calls": stats["model"]["calls"], "model_peak": stats["model"]["peak_concurrent"]}
     # every bounded structure: its size (the entry's first count) next to its limit

@@ -24,7 +24,7 @@ from pygls.exceptions import JsonRpcException
 
 from ..service.stats import percentile
 from .fixtures import find_fixture
-from .replay import Counts, Replayer, Typist, position, replace_range, rss_peak_mb, running_server, server_stats
+from .replay import Counts, Replayer, Typist, peak_rss_mb, position, replace_range, running_server, server_stats
 
 THINK_S = 1.0     # finding the spot after a jump, a switch or an open, before editing
 PAUSE_S = 1.0     # after emptying the line, before asking (the measurement)
@@ -200,7 +200,7 @@ async def run_visits(files, visits: list[Visit], server_cmd: list[str], options:
                 + (f"  {'exact' if o.exact else 'other'}: {first_line(o.answer)[:60]!r}" if o.exact is not None
                    else f"  pages {sorted(set(o.pages))}"))
         final = await server_stats(client)
-        peak = rss_peak_mb(client._server.pid)
+        peak = peak_rss_mb(client._server.pid, final)
     mem = final.get("memory", {})
     return {
         "seconds": round(time.perf_counter() - t0, 1), "by_kind": summarize(outcomes),

@@ -154,7 +154,8 @@ class EngineHost:
                 "warnings": list(e.warnings), "draft_decision": e.draft_decision, "prompt_tok_s": e.prompt_tok_s}
 
     def _host_summary(self) -> dict:
-        return {"pid": os.getpid(), "windows": len(self.conns), **self.served}
+        from ..engine import resident_mib
+        return {"pid": os.getpid(), "windows": len(self.conns), "rss_mib": round(resident_mib(), 1), **self.served}
 
     def _job(self, conn: _Conn, rid: int, op: str, msg: dict, cancel: threading.Event) -> None:
         try:
