@@ -29,6 +29,7 @@ from . import wire
 START_WAIT_S = 600.0     # the models load in the engine process (a first calibration takes a while)
 CANCEL_POLL_S = 0.02
 CALL_WAIT_S = 30.0       # a quick question (what is cached) that takes longer: the engine is stuck
+MAX_SOCKET_PATH = 100    # bytes; longer runtime folders fall back to /tmp/tandem-UID
 
 
 class EngineDown(RuntimeError):
@@ -51,7 +52,12 @@ def socket_path(cfg: EngineConfig) -> str:
     key["target_path"] = os.path.abspath(cfg.target_path or str(registry.default_path(registry.DEFAULT_TARGET)))
     key["cache"] = str(registry.cache_dir())
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    return os.path.join(runtime_dir(), f"engine-{digest}.sock")
+    path = os.path.join(runtime_dir(), f"engine-{digest}.sock")
+    if len(path.encode()) > MAX_SOCKET_PATH:   # a Unix socket's path has room for ~107 bytes
+        short = f"/tmp/tandem-{os.getuid()}"
+        os.makedirs(short, mode=0o700, exist_ok=True)
+        path = os.path.join(short, f"engine-{digest}.sock")
+    return path
 
 
 class _Counters:
