@@ -21,7 +21,7 @@ from dataclasses import asdict, replace
 from .. import registry
 from ..engine import EngineConfig
 from ..gguf import ModelFileError
-from ..llama import ContextFullError, ModelCounters, VocabularyFile
+from ..llama import ContextFullError, VocabularyFile
 from ..speculative import Generation, GenerationRequest
 from ..vocab import fim_tokens
 from . import wire
