@@ -22,6 +22,7 @@ from .. import registry
 from ..engine import EngineConfig
 from ..gguf import ModelFileError
 from ..llama import ContextFullError, VocabularyFile
+from ..remote import RemoteModel
 from ..speculative import Generation, GenerationRequest
 from ..vocab import fim_tokens
 from . import wire
@@ -70,22 +71,12 @@ class _Counters:
         return self._engine.host_summary().get("counters", {}).get(name, 0)
 
 
-class SharedModel:
-    """The parts of a local model the service reads (`engine.target`)."""
+class SharedModel(RemoteModel):
+    """The remote engine's stand-in for a local model (`engine.target`), its counters the engine process's."""
 
     def __init__(self, path: str, vocab: VocabularyFile, engine: "SharedEngine"):
-        self.path, self.name, self.vocab_file = path, "target", vocab
-        self.tokens: list[int] = []
+        super().__init__(path, vocab)
         self.counters = _Counters(engine)
-
-    def tokenize(self, text: str) -> list[int]:
-        return self.vocab_file.tokenize(text)
-
-    def detokenize(self, tokens: list[int]) -> str:
-        return self.vocab_file.detokenize(tokens)
-
-    def token_text(self, token: int) -> str:
-        return self.vocab_file.token_text(token)
 
 
 class SharedEngine:
