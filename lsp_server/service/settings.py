@@ -45,7 +45,7 @@ class Settings:
     backend_vocab: str = ""           # a GGUF of the server model's family, for its tokens ("" : default target's)
     # "local": the models in this server's process; "shared": in one engine process for every window (started
     # when none answers, gone after engineIdleMinutes without a window)
-    engine: str = "shared"
+    engine: str = "local"
     engine_idle_minutes: int = 10
     # generation (takes effect on the next request)
     speculation: bool = True
