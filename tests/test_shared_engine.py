@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.engine import EngineConfig, GenerationRequest
+from lsp_server.engine.llama import Cancel
 from lsp_server.engine.shared import SharedEngine
 from lsp_server.engine.shared.client import stop_all
 from rawlsp import RawServer
@@ -100,6 +101,13 @@ def test_it_answers_as_the_in_process_engine_restarts_after_it_dies_and_exits_wh
         fill.join(60)
         time.sleep(1.1)   # the summary is asked of the engine process at most once a second
         assert window.summary()["shared_engine"]["fills_yielded"] >= 1
+        # a fill pre-empted by a request that shares its first tokens goes on that far (`Cancel.keep_until`,
+        # passed on to the engine process), so the request finds them cached
+        long = window.tokenize("y = 2\n" * 400)
+        stop = Cancel()
+        threading.Timer(0.3, stop.set_keeping, args=(200,)).start()
+        n = window.prewarm(long, stop)
+        assert 200 <= n < len(long) and window.cached(long) >= 200, (n, len(long))
 
         # the engine process dies: each window is told once, and its next request starts a new one
         dead = window.pid

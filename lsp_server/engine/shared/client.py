@@ -28,7 +28,7 @@ from ..vocab import fim_tokens
 from . import wire
 
 START_WAIT_S = 600.0     # the models load in the engine process (a first calibration takes a while)
-CANCEL_POLL_S = 0.02
+CANCEL_POLL_S = 0.01     # how soon a cancel set here reaches the engine process
 CALL_WAIT_S = 30.0       # a quick question (what is cached) that takes longer: the engine is stuck
 MAX_SOCKET_PATH = 100    # bytes; longer runtime folders fall back to /tmp/tandem-UID
 
@@ -241,14 +241,12 @@ class SharedEngine:
     def _generate(self, req: GenerationRequest, cancel: threading.Event | None) -> Generation:
         rid, q = self._open("generate", request=wire.request_to_dict(req))
         try:
-            told = False
+            told = None
             while True:
                 try:
                     msg = q.get(timeout=CANCEL_POLL_S)
                 except queue.Empty:
-                    if cancel is not None and cancel.is_set() and not told:
-                        told = True
-                        self._send({"id": rid, "op": "cancel"})
+                    told = self._tell_cancel(rid, cancel, told)
                     continue
                 ev = msg.get("ev")
                 if ev == "text" and req.on_text is not None:
@@ -259,24 +257,42 @@ class SharedEngine:
                     value = bool(req.goes_on(msg["text"])) if req.goes_on is not None else False
                     self._send({"id": rid, "op": "reply", "value": value})
                 elif ev in ("done", "error"):
+                    self._heard(msg)
                     gen = wire.generation_from_dict(self._result(msg))
                     self.target.tokens = list(req.tokens) + gen.tokens
                     return gen
         finally:
             self._pending.pop(rid, None)
 
+    def _tell_cancel(self, rid: int, cancel: threading.Event | None, told: int | None) -> int | None:
+        """Pass a set cancel flag on to the engine process, with how far the prompt evaluation may still go
+        (`Cancel.keep_until`: the tokens the pre-empting request shares), again each time that shrinks."""
+        if cancel is None or not cancel.is_set():
+            return told
+        keep = getattr(cancel, "keep_until", 0)
+        if told is None or keep < told:
+            self._send({"id": rid, "op": "cancel", "keep": keep})
+            return keep
+        return told
+
+    def _heard(self, msg: dict) -> None:
+        """The engine process's prompt speed comes with each result: the budgets follow it as in-process."""
+        if (rate := msg.get("prompt_tok_s")) is not None:
+            self.prompt_tok_s = float(rate)
+
     def prewarm(self, tokens: list[int], cancel: threading.Event | None = None, draft: bool = False,
                 keep: int = 0) -> int:
         rid, q = self._open("prewarm", tokens=tokens, draft=draft, keep=keep)
         try:
-            told = False
+            told = None
             while True:
                 try:
-                    return int(self._result(q.get(timeout=CANCEL_POLL_S)) or 0)
+                    msg = q.get(timeout=CANCEL_POLL_S)
                 except queue.Empty:
-                    if cancel is not None and cancel.is_set() and not told:
-                        told = True
-                        self._send({"id": rid, "op": "cancel"})
+                    told = self._tell_cancel(rid, cancel, told)
+                    continue
+                self._heard(msg)
+                return int(self._result(msg) or 0)
         finally:
             self._pending.pop(rid, None)
 

@@ -12,7 +12,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ..llama import ContextFullError
+from ..llama import Cancel, ContextFullError
 from . import wire
 
 log = logging.getLogger("tandem.engine")
@@ -25,8 +25,8 @@ class _Conn:
     def __init__(self, writer: asyncio.StreamWriter):
         self.id = next(self.ids)
         self.writer = writer
-        self.cancels: dict[int, threading.Event] = {}        # running jobs, by request id
-        self.fills: dict[int, threading.Event] = {}          # of those, the fills ahead (prewarm)
+        self.cancels: dict[int, Cancel] = {}                 # running jobs, by request id
+        self.fills: dict[int, Cancel] = {}                   # of those, the fills ahead (prewarm)
         self.replies: dict[int, tuple[threading.Event, dict]] = {}
 
 
@@ -99,7 +99,7 @@ class EngineHost:
         op, rid = msg.get("op"), msg.get("id")
         if op == "cancel":
             if (ev := conn.cancels.get(rid)) is not None:
-                ev.set()
+                ev.set_keeping(int(msg.get("keep") or 0))
             return
         if op == "reply":
             if (wait := conn.replies.get(rid)) is not None:
@@ -107,7 +107,7 @@ class EngineHost:
                 wait[0].set()
             return
         if op in ("generate", "prewarm"):
-            cancel = conn.cancels[rid] = threading.Event()
+            cancel = conn.cancels[rid] = Cancel()
             if op == "prewarm":
                 conn.fills[rid] = cancel
             else:
@@ -157,12 +157,13 @@ class EngineHost:
         from ..engine import resident_mib
         return {"pid": os.getpid(), "windows": len(self.conns), "rss_mib": round(resident_mib(), 1), **self.served}
 
-    def _job(self, conn: _Conn, rid: int, op: str, msg: dict, cancel: threading.Event) -> None:
+    def _job(self, conn: _Conn, rid: int, op: str, msg: dict, cancel: Cancel) -> None:
         try:
             if op == "prewarm":
                 self.served["fills"] += 1
                 n = self.engine.prewarm(msg["tokens"], cancel, draft=bool(msg.get("draft")), keep=msg.get("keep", 0))
-                self._send_threadsafe(conn, {"id": rid, "ev": "done", "result": n})
+                self._send_threadsafe(conn, {"id": rid, "ev": "done", "result": n,
+                                             "prompt_tok_s": self.engine.prompt_tok_s})
                 return
             self.served["generations"] += 1
             req, callbacks = wire.request_from_dict(msg["request"])
@@ -174,7 +175,8 @@ class EngineHost:
             if "goes_on" in callbacks:
                 req.goes_on = lambda text: self._ask_goes_on(conn, rid, text, cancel)
             gen = self.engine.generate(req, cancel)
-            self._send_threadsafe(conn, {"id": rid, "ev": "done", "result": wire.generation_to_dict(gen)})
+            self._send_threadsafe(conn, {"id": rid, "ev": "done", "result": wire.generation_to_dict(gen),
+                                         "prompt_tok_s": self.engine.prompt_tok_s})
         except ContextFullError as e:
             self._send_threadsafe(conn, {"id": rid, "ev": "error", "kind": "context_full", "message": str(e)})
         except Exception as e:   # the model failed on this request; the next may work (as in-process)
