@@ -5,7 +5,7 @@ import time
 import pytest
 
 from lsp_server.bench.fixtures import load_cases
-from lsp_server.engine import Cancelled, ContextFullError, GenerationRequest
+from lsp_server.engine import ContextFullError, GenerationRequest
 from lsp_server.engine.costs import CostModel
 
 from conftest import FIXTURES

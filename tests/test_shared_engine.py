@@ -3,7 +3,10 @@ engine process that holds the models; it answers as the in-process engine does; 
 other window's fill-ahead yield; the engine process that dies is started again by the next request, with one
 message; it exits when no window has been connected for its idle time."""
 import os
+import pwd
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -34,6 +37,30 @@ def alive(pid: int) -> bool:
         return True
     except ProcessLookupError:
         return False
+
+
+OTHER_USER = "tandem-test-other"
+
+
+def connect_as(user: str | None, path: str) -> str:
+    """Connect to a Unix socket as another user (created here; the tests run as root): what happened."""
+    if user is not None:
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", user],
+                           check=True)
+    code = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(sys.argv[1])\n"
+            "    print('connected')\nexcept OSError as e:\n    print(type(e).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code, path], user=user, capture_output=True, text=True, timeout=30)
+    return out.stdout.strip() or out.stderr.strip()
+
+
+def drain(w: RawServer) -> list[dict]:
+    out = []
+    while not w.notifications.empty():
+        out.append(w.notifications.get_nowait())
+    return out
 
 
 @pytest.fixture
@@ -67,6 +94,40 @@ def test_two_windows_share_one_engine_process(runtime, tmp_path):
         # the weights live in the engine process; the windows' servers hold documents, parsers and a vocabulary
         assert rss_mib(host) > 1000
         assert all(rss_mib(w.proc.pid) < 500 for w in windows), [rss_mib(w.proc.pid) for w in windows]
+
+        # another Unix user cannot reach the engine: its folder is the user's alone, and the socket is 0600
+        sock = s["backend"]["shared_engine"]["socket"]
+        assert os.stat(sock).st_mode & 0o777 == 0o600
+        assert connect_as(OTHER_USER, sock) == "PermissionError"
+        folder = os.path.dirname(sock)
+        os.chmod(folder, 0o755)   # even with the folder open to all, the socket refuses
+        try:
+            assert connect_as(OTHER_USER, sock) == "PermissionError"
+        finally:
+            os.chmod(folder, 0o700)
+        assert connect_as(None, sock) == "connected"
+
+        # the engine process dies under a request: a new one answers it, each window is told once (with its
+        # next request), and no traceback reaches an editor
+        uri = (tmp_path / "late.py").as_uri()
+        windows[0].open(uri, "def mean(xs):\n    if not xs:\n        \n    return sum(xs) / len(xs)\n")
+        asked = windows[0].inline(uri, 2, 8)
+        time.sleep(0.3)
+        os.kill(host, signal.SIGKILL)
+        again = windows[0].wait(asked, timeout=240)
+        assert again["result"]["items"][0]["insertText"].strip(), again
+        for i, w in enumerate(windows):
+            other_uri = (tmp_path / f"after{i}.py").as_uri()
+            w.open(other_uri, "def square(x):\n    \n")
+            answer = w.wait(w.inline(other_uri, 1, 4), timeout=240)
+            assert "error" not in answer, answer
+        for w in windows:
+            shown = [m["params"]["message"] for m in drain(w) if m.get("method") == "window/showMessage"]
+            assert sum("engine process stopped" in m for m in shown) == 1, shown
+            assert not any("Traceback" in m for m in shown)
+            assert not any("Traceback" in line for line in w.stderr), "".join(w.stderr)[-3000:]
+        new_host = windows[1].request("tandem/stats", {})["result"]["backend"]["shared_engine"]["pid"]
+        assert new_host != host and alive(new_host)
     finally:
         for w in windows:
             w.close()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..engine import Cancel, shared_prefix
+from ..engine.backend import BackendError
 from ..pipeline import CompletionRequest, Plan
 from .job import CURSOR_LINE_TOKENS
 
@@ -156,7 +157,11 @@ class Filler:
                     with svc.stats.model_call():
                         return engine.prewarm(step.tokens, cancel, keep=step.keep)
 
-                evaluated = await loop.run_in_executor(svc.model_pool, work)
+                try:
+                    evaluated = await loop.run_in_executor(svc.model_pool, work)
+                except BackendError as e:   # the engine is out of reach; its notices tell the user, once
+                    log.info("the fill stopped: %s", e)
+                    break
                 self.stats.tokens[step.name] += evaluated
                 log.debug("fill %s: %d evaluated%s", step.name, evaluated, ", stopped" if cancel.is_set() else "")
                 svc.stats.warmup_tokens += evaluated

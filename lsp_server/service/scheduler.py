@@ -14,6 +14,7 @@ from typing import Callable
 
 from ..context import Document
 from ..engine import CUT_SHORT, ENDS_HOLE, Generation, StopReason, make_engine, shared_prefix
+from ..engine.backend import BackendError
 from ..pipeline import CompletionRequest, Pipeline, Plan
 from .cache import TypingCache
 from .cache_writes import cache_writes
@@ -332,7 +333,10 @@ class CompletionService:
                 return None
             with self.stats.model_call():
                 if lead:   # not cancelled: a step this short is worth finishing, the next keystroke goes on
-                    self.filler.stats.tokens["typing"] += pipeline.engine.prewarm(lead, keep=len(lead))
+                    try:
+                        self.filler.stats.tokens["typing"] += pipeline.engine.prewarm(lead, keep=len(lead))
+                    except BackendError as e:   # out of reach: the generation says so (or reaches a new one)
+                        log.debug("the page's lead not evaluated: %s", e)
                     if job.cancel.is_set():
                         return None
                 return pipeline.generate(plan, job.cancel, on_text=job.set_partial, on_prompt=job.set_prompt)

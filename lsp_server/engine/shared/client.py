@@ -19,6 +19,7 @@ from collections import deque
 from dataclasses import asdict, replace
 
 from .. import registry
+from ..backend import BackendError
 from ..engine import EngineConfig
 from ..gguf import ModelFileError
 from ..llama import ContextFullError, VocabularyFile
@@ -33,7 +34,7 @@ CALL_WAIT_S = 30.0       # a quick question (what is cached) that takes longer: 
 MAX_SOCKET_PATH = 100    # bytes; longer runtime folders fall back to /tmp/tandem-UID
 
 
-class EngineDown(RuntimeError):
+class EngineDown(BackendError):
     """The engine process is gone (it died, or could not start)."""
 
 

@@ -1,7 +1,7 @@
 """The engine process: one Engine (the model pair, its KV store, calibration and statistics) for every window,
 served on a Unix socket (mode 0600). Each window's server is a connection; a generation runs on a worker
-thread and streams its events back; a window's request cancels the fill-ahead of the other windows (it waits
-for the model otherwise); the process exits after `idle_s` without a connection."""
+thread and streams its events back; a window's request cancels the fill-ahead of the other windows, and of the
+jobs waiting for the models it goes first (`Turns`); the process exits after `idle_s` without a connection."""
 from __future__ import annotations
 
 import asyncio
@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..llama import Cancel, ContextFullError
 from . import wire
+from .turns import FILL, REQUEST, Turns
 
 log = logging.getLogger("tandem.engine")
 GOES_ON_WAIT_S = 5.0      # a window that does not answer whether a line goes on: it ends there
@@ -28,6 +29,7 @@ class _Conn:
         self.cancels: dict[int, Cancel] = {}                 # running jobs, by request id
         self.fills: dict[int, Cancel] = {}                   # of those, the fills ahead (prewarm)
         self.replies: dict[int, tuple[threading.Event, dict]] = {}
+        self.asked_at = 0.0                                  # its latest request (Turns: the last to ask first)
 
 
 class EngineHost:
@@ -38,6 +40,7 @@ class EngineHost:
         self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="tandem-engine")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.served = {"connections": 0, "generations": 0, "fills": 0, "fills_yielded": 0}
+        self.turns = Turns()
 
     async def run(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -111,6 +114,7 @@ class EngineHost:
             if op == "prewarm":
                 conn.fills[rid] = cancel
             else:
+                conn.asked_at = time.monotonic()
                 self._yield_fills(conn)
             self.loop.run_in_executor(self.pool, self._job, conn, rid, op, msg, cancel)
             return
@@ -158,6 +162,11 @@ class EngineHost:
         return {"pid": os.getpid(), "windows": len(self.conns), "rss_mib": round(resident_mib(), 1), **self.served}
 
     def _job(self, conn: _Conn, rid: int, op: str, msg: dict, cancel: Cancel) -> None:
+        rank = (lambda: (FILL, 0.0)) if op == "prewarm" else (lambda: (REQUEST, -conn.asked_at))
+        with self.turns.turn(rank):
+            self._run_job(conn, rid, op, msg, cancel)
+
+    def _run_job(self, conn: _Conn, rid: int, op: str, msg: dict, cancel: Cancel) -> None:
         try:
             if op == "prewarm":
                 self.served["fills"] += 1
