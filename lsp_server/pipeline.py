@@ -114,7 +114,9 @@ def uses_end(suffix: str, names: frozenset[str]) -> int:
 
 
 class Pipeline:
-    def __init__(self, engine: Engine, budget: PromptBudget | None = None, fast_tokens: int = FAST_PREFIX_TOKENS):
+    def __init__(self, engine: Engine, budget: PromptBudget, fast_tokens: int = FAST_PREFIX_TOKENS):
+        """`budget`: the editor's is `Settings().prompt_budget()` (the server, `tandem complete` and the evaluations
+        start from it); it is cut to what fits the context, with a warning."""
         self.engine = engine
         self.index = DefinitionIndex()
         self.files_chosen = DocumentFiles()
@@ -123,9 +125,7 @@ class Pipeline:
         self.fast_tokens = fast_tokens
         n_ctx = engine.cfg.n_ctx
         room = max(0, n_ctx - GENERATION_RESERVE - engine.cfg.draft_max)
-        prefix = min(1536, n_ctx // 2)
-        asked = budget or PromptBudget(prefix_tokens=prefix, suffix_tokens=256,
-                                       context_tokens=max(0, room - prefix - 256))
+        asked = budget
         self.budget = asked.within(room)
         self.warnings: list[str] = []
         if self.budget != asked:

@@ -25,6 +25,7 @@ from lsp_server.bench.real_score import broken, score  # noqa: E402
 from lsp_server.context import Document  # noqa: E402
 from lsp_server.engine import EngineConfig, make_engine, registry  # noqa: E402
 from lsp_server.pipeline import CompletionRequest, Pipeline  # noqa: E402
+from lsp_server.prompt import PromptBudget  # noqa: E402
 from lsp_server.service.settings import Settings  # noqa: E402
 
 
@@ -44,7 +45,10 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
             spec = registry.DEFAULT_TARGET if kind == "T" else registry.DEFAULT_DRAFT
             engines[kind] = make_engine(EngineConfig(target_path=str(registry.default_path(spec)), draft_path="none",
                                                      speculation=False, stats_path="", kv_store_mib=0), None)
-            pipes[kind] = Pipeline(engines[kind])
+            # the budgets these figures were measured with (docs/eval-real-prompts-*.json): a long page, for
+            # the in-process comparison of prompts; the fast prompts' sizes are the configs' own
+            pipes[kind] = Pipeline(engines[kind], PromptBudget(prefix_tokens=1536, suffix_tokens=256,
+                                                               context_tokens=4096 - 192 - 16 - 1536 - 256))
         return pipes[kind]
 
     for i, h in enumerate(holes):

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..engine import Engine, GenerationRequest
 from ..engine.speculative import Generation
 from ..pipeline import Pipeline
+from ..prompt import PromptBudget
 from . import llama_reference
 from .chart import speedup_svg
 from .fixtures import CATEGORIES, Case, default_root, load_cases
@@ -127,7 +128,10 @@ def run_bench(engine: Engine, args) -> list[dict]:
     root = Path(args.fixtures) if args.fixtures else default_root()
     cats = [c.strip() for c in args.categories.split(",")] if args.categories else None
     cases = load_cases(root, cats, args.limit)
-    pipe = Pipeline(engine)
+    # the plain prompt of each case (its prefix and suffix, no other files), as long as the article's; an
+    # editor's prompts are shorter (Settings.prompt_budget), which favours speculation less
+    pipe = Pipeline(engine, PromptBudget(prefix_tokens=min(1536, engine.cfg.n_ctx // 2), suffix_tokens=256,
+                                         context_tokens=0))
     results: dict[str, CategoryResult] = {}
     with_model = args.with_model_draft and engine.draft is not None
     if args.llama_speculative and engine.draft is None:
