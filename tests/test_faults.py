@@ -161,7 +161,20 @@ def test_a_configuration_sent_during_the_load_loads_the_models_once():
         s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"enabled": False}}})
         s.request("tandem/stats", {})
         states = [(m["params"]["state"], m["params"]["enabled"]) for m in status_pushes(s)]
-        assert states == [("loading", True), ("ready", True), ("ready", False)], states
+        assert states == [("loading", True), ("ready", True), ("disabled", False)], states
+        # on again, and a request: generating while it runs, ready after (the client needs no poll)
+        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"enabled": True}}})
+        text = DOC.read_text()
+        s.open(DOC.as_uri(), text)
+        assert complete_at_blank(s, DOC.as_uri(), text).strip()
+        states = [(m["params"]["state"], m["params"]["enabled"]) for m in status_pushes(s)]
+        assert states[3] == ("ready", True) and states[4] == ("generating", True), states
+        assert states[-1] == ("ready", True) and set(states[3:]) == {("ready", True), ("generating", True)}, states
+        # a word or a line of it taken (VS Code's accept next word / line): counted apart from whole accepts
+        s.notify("tandem/didPartiallyAccept", {"uri": DOC.as_uri(), "chars": 5})
+        s.notify("tandem/didPartiallyAccept", {"uri": DOC.as_uri(), "chars": "five"})   # counted, no chars
+        got = s.request("tandem/stats", {})["result"]["suggestions"]
+        assert got["partly_accepted"] == 2 and got["partly_accepted_chars"] == 5 and got["accepted"] == 0, got
     finally:
         s.close()
 

@@ -4,6 +4,7 @@ popup path, with stale requests superseded."""
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import sys
 import time
@@ -44,7 +45,11 @@ async def test_languages_toml_registers_a_command_that_exists():
     found = shutil.which(server["command"], path=str(Path(sys.executable).parent))
     assert found, f"{server['command']} not found beside {sys.executable}"
     names = {lang["name"] for lang in conf["language"]}
-    assert {"python", "typescript", "go"} <= names
+    # what the Neovim plugin starts for, in Helix's names
+    nvim = (ROOT / "editors" / "neovim" / "lua" / "tandem" / "init.lua").read_text()
+    filetypes = set(re.findall(r'"(\w+)"', nvim.split("filetypes = {", 1)[1].split("}", 1)[0]))
+    helix_name = {"typescriptreact": "tsx", "javascriptreact": "jsx"}
+    assert {helix_name.get(f, f) for f in filetypes} <= names, filetypes
     for lang in conf["language"]:
         tandem = [s for s in lang["language-servers"] if isinstance(s, dict) and s["name"] == "tandem"]
         assert tandem and tandem[0]["only-features"] == ["completion"]

@@ -43,7 +43,9 @@ def test_the_extension_builds_and_packages(tmp_path):
     assert "extension/node_modules/vscode-languageclient/package.json" in names
     commands = {c["command"] for c in manifest["contributes"]["commands"]}
     assert commands == {"tandem.toggle", "tandem.showStats", "tandem.restart", "tandem.menu", "tandem.snooze",
-                        "tandem.toggleLanguage", "tandem.openLog"}
+                        "tandem.toggleLanguage", "tandem.openLog", "tandem.acceptNextWord", "tandem.acceptNextLine"}
+    bound = {k["command"]: k["key"] for k in manifest["contributes"]["keybindings"]}
+    assert bound == {"tandem.acceptNextWord": "ctrl+right", "tandem.acceptNextLine": "ctrl+alt+right"}
     assert "extension/LICENSE.txt" in names or "extension/LICENSE" in names   # vsce asks nothing
     props = manifest["contributes"]["configuration"]["properties"]
     # the settings mirror the server's
@@ -85,5 +87,7 @@ def test_in_a_real_vscode(tmp_path):
     assert out["ghost"].strip() and out["line"].strip().startswith("value, ok := s.items[")
     assert out["cursor_moves"] >= 1     # the extension reported a move with no edit (tandem/didMoveCursor)
     assert out["loads"] == 1, out       # its configuration after `initialized` did not load the models again
+    assert out["partly_accepted"] >= 1, out   # Ctrl+Right took the next word, and the server counted it
+    assert out["documents"] == 1, out   # the statistics document never reached the server
     assert shot.stat().st_size > 10_000   # the screenshot is the test's artifact
     print(f"screenshot: {shot}")

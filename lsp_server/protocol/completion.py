@@ -17,7 +17,9 @@ from .server import TandemServer
 WORD_BEFORE = re.compile(r"[A-Za-z0-9_$]*$")
 LABEL_CHARS = 60
 ACCEPT_COMMAND = "tandem.accepted"
-TRIGGER_CHARACTERS = [".", "(", "[", "{", ",", " ", ":", "="]
+# only popup clients use these (Helix, Neovim 0.11; inline completion asks at every edit): not the space, which
+# would send a request at every word typed
+TRIGGER_CHARACTERS = [".", "(", "[", "{", ",", ":", "="]
 
 
 def report_notices(ls: TandemServer) -> None:
@@ -37,6 +39,7 @@ async def answer(ls: TandemServer, uri: str, pos: types.Position, invoked: bool 
     req = request_for(ls, doc, line, col)
     req.force = invoked
     record(ls, doc, line, "view")
+    ls.push_status("generating")
     try:
         ans = await ls.service.complete(uri, req)
     except DocumentError as e:
@@ -47,6 +50,9 @@ async def answer(ls: TandemServer, uri: str, pos: types.Position, invoked: bool 
     except RuntimeError as e:   # a model failure; the next request may work (the models stay loaded)
         ls.message(types.MessageType.Error, f"completion failed: {e}")
         raise JsonRpcInternalError(f"completion failed: {e}") from e
+    finally:
+        svc = ls.service
+        ls.push_status("error" if svc.load_error else "ready" if svc.ready else "loading", svc.load_error or "")
     if ans.text:
         ls.service.count_shown()
     return ans, doc, line, col

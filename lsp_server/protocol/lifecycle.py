@@ -21,12 +21,6 @@ def _tandem_section(values):
     return {} if values in ([], None) else values
 
 
-def push_status(ls: TandemServer, state: str, message: str = "") -> None:
-    """`tandem/status` {state, message, enabled}: the server's state as it changes (loading, ready, error), so a
-    client shows it at once instead of at its next poll of tandem/stats."""
-    ls.protocol.notify("tandem/status", {"state": state, "message": message, "enabled": ls.settings.enabled})
-
-
 def register(server: TandemServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: TandemServer, params: types.InitializeParams):
@@ -67,7 +61,7 @@ def register(server: TandemServer) -> None:
         else:
             ls.service.apply(new)
             if new.enabled != old.enabled:
-                push_status(ls, "ready")
+                ls.push_status("ready")
         ls.log_message("configuration applied")
 
     @server.feature(types.SHUTDOWN)
@@ -77,7 +71,7 @@ def register(server: TandemServer) -> None:
 
 async def load_models(ls: TandemServer, settings: Settings) -> None:
     loop = asyncio.get_running_loop()
-    push_status(ls, "loading")
+    ls.push_status("loading")
     token = None
     caps = ls.client_capabilities.window
     if caps is not None and caps.work_done_progress:
@@ -109,7 +103,7 @@ async def load_models(ls: TandemServer, settings: Settings) -> None:
     if token is not None:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(
             message="ready" if error is None else "failed"))
-    push_status(ls, "ready" if error is None else "error", "" if error is None else str(error))
+    ls.push_status("ready" if error is None else "error", "" if error is None else str(error))
     if error is not None:
         ls.message(types.MessageType.Error, f"models could not be loaded, completions are off: {error}")
     else:

@@ -113,6 +113,13 @@ class TandemServer(LanguageServer):
     def message(self, kind: types.MessageType, text: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=kind, message=f"Tandem: {text}"))
 
+    def push_status(self, state: str, message: str = "") -> None:
+        """`tandem/status` {state, message, enabled} as the state changes (loading, ready, generating, error;
+        ready while switched off reads disabled), so a client shows it at once and need not poll."""
+        if state == "ready" and not self.settings.enabled:
+            state = "disabled"
+        self.protocol.notify("tandem/status", {"state": state, "message": message, "enabled": self.settings.enabled})
+
     def log_message(self, text: str) -> None:
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Log, message=f"Tandem: {text}"))
 

@@ -1,5 +1,6 @@
-"""tandem/stats and tandem/document (requests: what the server holds), tandem/didShow and tandem/didAccept (notifications), and the tandem.accepted
-command that inline items carry, so an editor can report what the user took."""
+"""tandem/stats and tandem/document (requests: what the server holds), tandem/didShow, tandem/didAccept and
+tandem/didPartiallyAccept (notifications), and the tandem.accepted command that inline items carry, so an editor
+can report what the user took."""
 from __future__ import annotations
 import hashlib
 
@@ -30,9 +31,13 @@ def _rss_mib() -> tuple[float | None, float | None]:
     return got.get("VmRSS"), got.get("VmHWM")
 
 
-def _accepted(ls: TandemServer, params) -> None:
+def _chars(params) -> int:
     chars = _get(params, "chars", 0)
-    ls.service.count_accepted(chars if isinstance(chars, int) and not isinstance(chars, bool) else 0)
+    return chars if isinstance(chars, int) and not isinstance(chars, bool) and chars >= 0 else 0
+
+
+def _accepted(ls: TandemServer, params) -> None:
+    ls.service.count_accepted(_chars(params))
 
 
 def register(server: TandemServer) -> None:
@@ -72,6 +77,12 @@ def register(server: TandemServer) -> None:
     @server.feature("tandem/didAccept")
     def did_accept(ls: TandemServer, params=None):
         _accepted(ls, params)
+
+    @server.feature("tandem/didPartiallyAccept")
+    def did_partially_accept(ls: TandemServer, params=None):
+        """{"uri", "chars"}: the user took the next word or line of a suggestion (VS Code's accept next
+        word / line); `accepted` still counts the suggestion if the rest is taken too."""
+        ls.service.count_partly_accepted(_chars(params))
 
     @server.command(ACCEPT_COMMAND)
     def accepted_command(ls: TandemServer, *args):

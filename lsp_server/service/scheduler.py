@@ -447,6 +447,11 @@ class CompletionService:
         self.stats.accepted += 1
         self.stats.accepted_chars += chars
 
+    def count_partly_accepted(self, chars: int) -> None:
+        """A word or a line of a suggestion taken (the rest still shown)."""
+        self.stats.partly_accepted += 1
+        self.stats.partly_accepted_chars += chars
+
     def warnings(self) -> list[str]:
         """What the loaded models and the prompt budgets warn about (said once after a load)."""
         if self.pipeline is None:

@@ -60,6 +60,7 @@ class ServerStats:
         self.warmup_tokens = 0
         self.shown = self.accepted = 0
         self.accepted_chars = 0
+        self.partly_accepted = self.partly_accepted_chars = 0   # accept next word / next line
         # calls on the model thread (generations and warm-ups), and how many ever ran at once: the model thread
         # is meant to make that one, and the counter checks it
         self.model_calls = 0
@@ -115,7 +116,9 @@ class ServerStats:
             "warmups": {"runs": self.warmups, "tokens_evaluated": self.warmup_tokens},
             "acceptance": {lang: {name: {**d, "rate": d["accepted"] / d["drafted"] if d["drafted"] else None}
                                   for name, d in per.items()} for lang, per in self.drafters.items()},
-            "suggestions": {"shown": self.shown, "accepted": self.accepted, "accepted_chars": self.accepted_chars},
+            "suggestions": {"shown": self.shown, "accepted": self.accepted, "accepted_chars": self.accepted_chars,
+                            "partly_accepted": self.partly_accepted,
+                            "partly_accepted_chars": self.partly_accepted_chars},
             "model": {"calls": self.model_calls, "running": self.model_active, "peak_concurrent": self.model_peak},
         }
         if include_records:

@@ -22,7 +22,13 @@ let statsText = "{}";
 // snoozed until this time (ms since the epoch): the client asks nothing of the server meanwhile; this window only
 let snoozedUntil = 0;
 const SNOOZE_MINUTES = 15;
-let poll: NodeJS.Timeout | undefined;
+// the server's state as it last pushed it (tandem/status); the statistics behind the tooltip are asked for when
+// it says ready again, at most once every STATS_EVERY_MS: no polling
+let serverState: { state: string; message: string } = { state: "starting", message: "" };
+const STATS_EVERY_MS = 2000;
+let statsTimer: NodeJS.Timeout | undefined;
+let statsAt = 0;
+let lastStats: Stats | undefined;
 
 // a move with no edit in it (a click, a jump, a file switch), reported once the cursor has rested this long;
 // moves that come with an edit need no report: the server sees the edit
@@ -59,7 +65,7 @@ interface Stats {
   load_error: string | null;
   tok_s: number | null;
   acceptance: Record<string, Record<string, { accepted: number; drafted: number }>>;
-  suggestions: { shown: number; accepted: number };
+  suggestions: { shown: number; accepted: number; partly_accepted: number };
 }
 
 function acceptance(s: Stats): string {
@@ -68,6 +74,34 @@ function acceptance(s: Stats): string {
     acc += d.accepted; drafted += d.drafted;
   }
   return drafted ? `${Math.round((100 * acc) / drafted)}%` : "-";
+}
+
+function onStatus(p: { state: string; message: string }): void {
+  serverState = p;
+  render();
+  if (p.state !== "ready" && p.state !== "disabled") return;
+  if (statsTimer) return;
+  statsTimer = setTimeout(() => { statsTimer = undefined; statsAt = Date.now(); void refresh(); },
+                          Math.max(0, statsAt + STATS_EVERY_MS - Date.now()));
+}
+
+// the status item from what is known now, without asking the server
+function render(): void {
+  if (!client || client.state !== State.Running || startError) return;
+  const on = vscode.workspace.getConfiguration("tandem").get<boolean>("enabled");
+  const snoozed = Date.now() < snoozedUntil;
+  if (serverState.state === "generating") {
+    status.text = "$(sync~spin) Tandem";
+  } else if (serverState.state === "loading") {
+    status.text = "$(loading~spin) Tandem";
+    status.tooltip = "Tandem: loading models";
+  } else if (serverState.state === "error") {
+    status.text = "$(error) Tandem";
+    status.tooltip = `Tandem: ${serverState.message}`;
+  } else if (lastStats && !lastStats.load_error && lastStats.ready) {
+    const speed = lastStats.tok_s ? `${lastStats.tok_s.toFixed(1)} tok/s` : "ready";
+    status.text = `${snoozed ? "$(bell-slash)" : on ? "$(sparkle)" : "$(circle-slash)"} Tandem ${speed}`;
+  }
 }
 
 async function refresh(): Promise<void> {
@@ -83,6 +117,7 @@ async function refresh(): Promise<void> {
   }
   try {
     const s = await client.sendRequest<Stats>("tandem/stats", {});
+    lastStats = s;
     const on = vscode.workspace.getConfiguration("tandem").get<boolean>("enabled");
     if (s.load_error) {
       status.text = "$(error) Tandem";
@@ -94,8 +129,9 @@ async function refresh(): Promise<void> {
       const speed = s.tok_s ? `${s.tok_s.toFixed(1)} tok/s` : "ready";
       const snoozed = Date.now() < snoozedUntil;
       status.text = `${snoozed ? "$(bell-slash)" : on ? "$(sparkle)" : "$(circle-slash)"} Tandem ${speed}`;
-      status.tooltip = `Tandem: ${on ? "on" : "off"}; ${s.suggestions.accepted} of ${s.suggestions.shown} ` +
-        `suggestions accepted; draft tokens accepted by the target: ${acceptance(s)} (click: statistics)`;
+      status.tooltip = `Tandem: ${on ? "on" : "off"}${snoozed ? ", snoozed" : ""}; ${s.suggestions.accepted} of ` +
+        `${s.suggestions.shown} suggestions accepted (${s.suggestions.partly_accepted} in part); draft tokens ` +
+        `accepted by the target: ${acceptance(s)} (click: menu)`;
     }
   } catch {
     status.text = "$(warning) Tandem";
@@ -150,7 +186,7 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     await client.start();
     startError = undefined;
     // the server says when its state changes (loading, ready, error, on/off): shown at once, not at the next poll
-    client.onNotification("tandem/status", () => void refresh());
+    client.onNotification("tandem/status", onStatus);
   } catch (e) {
     startError = `${command} serve: ${e instanceof Error ? e.message : String(e)}`;
     output.appendLine(`Tandem: ${startError}`);
@@ -201,6 +237,25 @@ async function menu(): Promise<void> {
   if (pick) await vscode.commands.executeCommand(pick.command);
 }
 
+// VS Code's accept next word / next line, and the characters it inserted told to the server
+// (tandem/didPartiallyAccept): the language client's inline provider has no hook for a partial accept
+async function acceptPart(builtin: string): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  let chars = 0;
+  const watch = vscode.workspace.onDidChangeTextDocument((e) => {
+    if (editor && e.document === editor.document) for (const c of e.contentChanges) chars += c.text.length;
+  });
+  try {
+    await vscode.commands.executeCommand(builtin);
+    await new Promise((r) => setTimeout(r, 50));   // the edit's event comes back from the editor after it
+  } finally {
+    watch.dispose();
+  }
+  if (editor && chars > 0 && client && client.state === State.Running) {
+    void client.sendNotification("tandem/didPartiallyAccept", { uri: editor.document.uri.toString(), chars });
+  }
+}
+
 async function restart(context: vscode.ExtensionContext): Promise<void> {
   await stop();
   await start(context);
@@ -238,6 +293,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         await vscode.workspace.openTextDocument(STATS_URI), "json");
       await vscode.window.showTextDocument(doc, { preview: true });
     }),
+    vscode.commands.registerCommand("tandem.acceptNextWord",
+      () => acceptPart("editor.action.inlineSuggest.acceptNextWord")),
+    vscode.commands.registerCommand("tandem.acceptNextLine",
+      () => acceptPart("editor.action.inlineSuggest.acceptNextLine")),
     vscode.commands.registerCommand("tandem.restart", () => restart(context)),
     vscode.commands.registerCommand("tandem.menu", () => menu()),
     vscode.commands.registerCommand("tandem.openLog", () => output.show()),
@@ -266,13 +325,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidCloseTextDocument((d) => versions.delete(d.uri.toString())),
   );
   reportCursor(vscode.window.activeTextEditor, true);
-  poll = setInterval(() => void refresh(), 2000);
-  context.subscriptions.push({ dispose: () => poll && clearInterval(poll) });
+  context.subscriptions.push({ dispose: () => statsTimer && clearTimeout(statsTimer) });
   await refresh();
 }
 
 export async function deactivate(): Promise<void> {
-  if (poll) clearInterval(poll);
+  if (statsTimer) clearTimeout(statsTimer);
   if (cursorTimer) clearTimeout(cursorTimer);
   await stop();
 }

@@ -93,6 +93,13 @@ async function main() {
     out.ghost = ghost;
     note("ghost text");
     await page.screenshot({ path: shot });
+    // accept the next word first (the extension's Ctrl+Right: VS Code's accept next word, told to the server),
+    // then the rest with Tab
+    if (/\w/.test(ghost)) {
+      await page.keyboard.press("Control+ArrowRight");
+      await new Promise((r) => setTimeout(r, 700));
+      note("next word accepted");
+    }
     await page.keyboard.press("Tab");
     await new Promise((r) => setTimeout(r, 500));
     const lines = await page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els.map((e) => e.textContent));
@@ -113,6 +120,16 @@ async function main() {
     // load them again
     out.loads = await statsCounter(page, "loads");
     note(`model loads: ${out.loads}`);
+    out.partly_accepted = await statsCounter(page, "partly_accepted");
+    note(`partly accepted: ${out.partly_accepted}`);
+    // the statistics are a document of the extension's own: shown again, the server still holds one document
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("F1");
+    await page.keyboard.type("Tandem: Show Statistics", { delay: 20 });
+    await page.keyboard.press("Enter");
+    await new Promise((r) => setTimeout(r, 1000));
+    out.documents = await statsCounter(page, "documents");
+    note(`documents the server holds: ${out.documents}`);
   } finally {
     await browser.close();
     server.kill();
