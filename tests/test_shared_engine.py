@@ -4,6 +4,7 @@ other window's fill-ahead yield; the engine process that dies is started again b
 message; it exits when no window has been connected for its idle time."""
 import os
 import pwd
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,7 +53,10 @@ def connect_as(user: str | None, path: str) -> str:
                            check=True)
     code = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(sys.argv[1])\n"
             "    print('connected')\nexcept OSError as e:\n    print(type(e).__name__)\n")
-    out = subprocess.run([sys.executable, "-c", code, path], user=user, capture_output=True, text=True, timeout=30)
+    # a Python that user may run (this one may live in a folder of root's)
+    python = shutil.which("python3", path="/usr/bin:/bin:/usr/local/bin") if user else sys.executable
+    assert python, "no python3 in /usr/bin, /bin or /usr/local/bin for the other user"
+    out = subprocess.run([python, "-c", code, path], user=user, capture_output=True, text=True, timeout=30, cwd="/")
     return out.stdout.strip() or out.stderr.strip()
 
 

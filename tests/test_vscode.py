@@ -66,9 +66,12 @@ def test_protocol_from_node(tmp_path):
 
 
 def test_in_a_real_vscode(tmp_path):
-    """code-server (VS Code 1.139 in the browser) with the packaged extension, driven by Playwright in Chromium:
-    move the cursor (the extension reports it), type in a Go file, wait for ghost text from the real models, accept
-    it with Tab, check the line and the server's count of reported moves."""
+    """code-server (VS Code 1.139 in the browser) with the packaged extension, driven by Playwright in Chromium: a
+    wrong serverPath shows its message with the actions, "Set Path" and the path typed there start the server; move
+    the cursor (the extension reports it), type in a Go file, wait for ghost text from the real models, take its
+    next word (Ctrl+Right) and the rest with Tab, check the line; the status menu snoozes, wakes, turns completions
+    off and on and off for Go and on; the statistics count the move, the partial accept and one load, and showing
+    them puts no document in the server."""
     tools = subprocess.run(["bash", str(ROOT / "scripts" / "install-editors.sh")], capture_output=True,
                            text=True, timeout=1200)
     assert tools.returncode == 0, tools.stderr[-3000:]
@@ -88,6 +91,9 @@ def test_in_a_real_vscode(tmp_path):
     assert out["cursor_moves"] >= 1     # the extension reported a move with no edit (tandem/didMoveCursor)
     assert out["loads"] == 1, out       # its configuration after `initialized` did not load the models again
     assert out["partly_accepted"] >= 1, out   # Ctrl+Right took the next word, and the server counted it
+    # a wrong tandem.serverPath: the message offers its actions; fixing the path started the server (above)
+    assert out["error_actions"] == ["Set Path", "Pull Models", "Open Log"], out
+    assert out["menu"] == {"snoozed": True, "woke": True, "off": True, "on": True, "go_off": True, "go_on": True}
     assert out["documents"] == 1, out   # the statistics document never reached the server
     assert shot.stat().st_size > 10_000   # the screenshot is the test's artifact
     print(f"screenshot: {shot}")

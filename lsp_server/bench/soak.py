@@ -24,7 +24,7 @@ def _sample(t0: float, stats: dict, typing_s: float) -> dict:
     rss = mem["rss_mib"] + engine if mem["rss_mib"] is not None and engine is not None else mem["rss_mib"]
     out = {"wall_s": round(time.perf_counter() - t0, 1), "typing_min": round(typing_s / 60, 2),
            "rss_mib": rss, "engine_rss_mib": engine, "jobs": mem["jobs"], "pending_requests": mem["pending_requests"],
-           "documents": mem["documents"], "handlers_in_flight": mem.get("handlers_in_flight"),
+           "documents": mem["open_documents"], "handlers_in_flight": mem.get("handlers_in_flight"),
            "model_calls": stats["model"]["calls"], "model_peak": stats["model"]["peak_concurrent"]}
     # every bounded structure: its size (the entry's first count) next to its limit
     for key, entry in mem.items():

@@ -48,9 +48,9 @@ def register(server: TandemServer) -> None:
         out["load_error"] = ls.service.load_error
         out["settings"] = ls.settings.as_dict()
         try:
-            out["memory"]["documents"] = len(ls.workspace.text_documents)
+            out["memory"]["open_documents"] = len(ls.workspace.text_documents)
         except RuntimeError:   # asked before initialize: no workspace yet
-            out["memory"]["documents"] = 0
+            out["memory"]["open_documents"] = 0
         out["memory"]["rss_mib"], out["memory"]["peak_rss_mib"] = _rss_mib()
         # handlers pygls is running (this request among them): requests and notifications in flight
         out["memory"]["handlers_in_flight"] = len(ls.protocol._request_futures)

@@ -39,13 +39,16 @@ async function main() {
   const userData = path.join(work, "user-data"), exts = path.join(work, "extensions"), ws = path.join(work, "ws");
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
   fs.mkdirSync(ws, { recursive: true });
-  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify({
-    "tandem.serverPath": tandemBin, "tandem.timeBudgetMs": 30000,
+  // first a server path that is wrong (the message with its actions), fixed once the workbench is up
+  const settingsFile = path.join(userData, "User", "settings.json");
+  const userSettings = {
+    "tandem.serverPath": "/nonexistent/tandem", "tandem.timeBudgetMs": 30000,
     "editor.inlineSuggest.enabled": true, "editor.quickSuggestions": { other: false, comments: false, strings: false },
     "workbench.startupEditor": "none", "security.workspace.trust.enabled": false, "telemetry.telemetryLevel": "off",
     "extensions.autoCheckUpdates": false, "update.mode": "none", "workbench.tips.enabled": false,
     "chat.disableAIFeatures": true, "workbench.secondarySideBar.defaultVisibility": "hidden",
-  }));
+  };
+  fs.writeFileSync(settingsFile, JSON.stringify(userSettings));
   const src = fs.readFileSync(path.join(__dirname, "..", "..", "..", "fixtures", "lsp", "store.go"), "utf8");
   // the file ends inside the empty body, so Ctrl+End puts the cursor where the code goes
   fs.writeFileSync(path.join(ws, "store.go"), src.slice(0, src.lastIndexOf("\t\n}")) + "\t");
@@ -74,9 +77,40 @@ async function main() {
     await page.click(editor);
     await page.keyboard.press("Control+End");
     note("file open");
+    // no server at the configured path: an error with its actions, then the path fixed restarts it
+    const toast = ".notifications-toasts .notification-toast";
+    await page.waitForSelector(`${toast} >> text=/not an executable file/`, { timeout: 60000 });
+    out.error_actions = await page.$$eval(`${toast} .monaco-button`, (els) => els.map((e) => (e.textContent || "").trim()));
+    note(`wrong serverPath: ${out.error_actions.join(", ")}`);
+    // "Set Path" opens the setting; typed there, the path fixed restarts the server
+    await page.click(`${toast} .monaco-button >> text=Set Path`);
+    const input = ".settings-editor .setting-item .monaco-inputbox input";
+    try {
+      await page.waitForSelector(input, { timeout: 30000 });
+    } catch (e) {
+      await page.screenshot({ path: shot.replace(/\.png$/, "-settings.png") });
+      throw e;
+    }
+    await page.fill(input, tandemBin);
+    await page.keyboard.press("Enter");
+    await new Promise((r) => setTimeout(r, 1500));
+    // the settings open as a modal editor here: closed, back to the file
+    for (let i = 0; i < 3 && await page.$(".monaco-modal-editor-block"); i++) {
+      await page.keyboard.press(i < 2 ? "Escape" : "Control+W");
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    await page.click(".tab >> text=store.go");
+    await page.click(editor);
+    await page.keyboard.press("Control+End");
     // wait for the server to be ready: the status bar item says tok/s or "ready"
-    await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")]
-      .some((e) => /Tandem (ready|[0-9.]+ tok\/s)/.test(e.textContent || "")), null, { timeout: 180000 });
+    try {
+      await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")]
+        .some((e) => /Tandem (ready|[0-9.]+ tok\/s)/.test(e.textContent || "")), null, { timeout: 180000 });
+    } catch (e) {
+      out.status_bar = await page.$$eval(".statusbar-item", (els) => els.map((x) => (x.textContent || "").trim()).filter(Boolean));
+      await page.screenshot({ path: shot.replace(/\.png$/, "-not-ready.png") });
+      throw e;
+    }
     note("server ready");
     // a move with no edit in it: the extension reports it (tandem/didMoveCursor), checked in the stats below
     await page.keyboard.press("ArrowUp");
@@ -100,12 +134,39 @@ async function main() {
       await new Promise((r) => setTimeout(r, 700));
       note("next word accepted");
     }
-    await page.keyboard.press("Tab");
+    const rest = await page.$$eval(".ghost-text-decoration, .ghost-text", (els) => els.map((e) => e.textContent).join(""));
+    if (rest.trim()) await page.keyboard.press("Tab");   // a one-word suggestion is all taken by then
     await new Promise((r) => setTimeout(r, 500));
     const lines = await page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els.map((e) => e.textContent));
     // Monaco renders spaces as non-breaking spaces
     out.line = (lines.map((l) => l.replace(/\u00a0/g, " ")).find((l) => l.includes("value, ok := s.items[")) || "");
     out.ok = out.line.trim().length > "value, ok := s.items[".length && out.line.includes(ghost.trim().split("\n")[0]);
+    // the status item's menu: snooze and wake up, off and on, off for this language and on again
+    const item = '.statusbar-item:has-text("Tandem")';
+    const pick = async (label) => {
+      await page.click(item);
+      await page.waitForSelector(".quick-input-widget", { state: "visible", timeout: 10000 });
+      await page.keyboard.type(label, { delay: 20 });
+      await page.keyboard.press("Enter");
+      await new Promise((r) => setTimeout(r, 800));
+    };
+    const icon = (name) => page.waitForSelector(`${item} .codicon-${name}`, { timeout: 15000 }).then(() => true, () => false);
+    out.menu = {};
+    await pick("Snooze");
+    out.menu.snoozed = await icon("bell-slash");
+    await pick("Wake up");
+    out.menu.woke = await icon("sparkle");
+    await pick("Turn completions off");
+    out.menu.off = await icon("circle-slash");
+    await pick("Turn completions on");
+    out.menu.on = await icon("sparkle");
+    await pick("Off for go");
+    out.menu.go_off = JSON.parse(fs.readFileSync(settingsFile, "utf8"))["tandem.languages"]?.go === false;
+    await pick("On for go");
+    out.menu.go_on = JSON.parse(fs.readFileSync(settingsFile, "utf8"))["tandem.languages"]?.go === true;
+    note(`menu: ${JSON.stringify(out.menu)}`);
+    out.ok = out.ok && Object.values(out.menu).every(Boolean);
+    await page.click(editor);
     // the server's statistics, as the extension's command shows them (a JSON document): find the counter
     await page.keyboard.press("F1");
     await page.keyboard.type("Tandem: Show Statistics", { delay: 20 });
@@ -128,7 +189,7 @@ async function main() {
     await page.keyboard.type("Tandem: Show Statistics", { delay: 20 });
     await page.keyboard.press("Enter");
     await new Promise((r) => setTimeout(r, 1000));
-    out.documents = await statsCounter(page, "documents");
+    out.documents = await statsCounter(page, "open_documents");
     note(`documents the server holds: ${out.documents}`);
   } finally {
     await browser.close();
