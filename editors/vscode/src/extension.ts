@@ -21,7 +21,7 @@ const statsChanged = new vscode.EventEmitter<vscode.Uri>();
 let statsText = "{}";
 // snoozed until this time (ms since the epoch): the client asks nothing of the server meanwhile; this window only
 let snoozedUntil = 0;
-const SNOOZE_MINUTES = 15;
+const SNOOZE_MINUTES = [5, 30, 60];
 // the server's state as it last pushed it (tandem/status); the statistics behind the tooltip are asked for when
 // it says ready again, at most once every STATS_EVERY_MS: no polling
 let serverState: { state: string; message: string } = { state: "starting", message: "" };
@@ -225,8 +225,8 @@ async function menu(): Promise<void> {
   const snoozed = Date.now() < snoozedUntil;
   const items: (vscode.QuickPickItem & { command: string })[] = [
     { label: on ? "$(circle-slash) Turn completions off" : "$(sparkle) Turn completions on", command: "tandem.toggle" },
-    { label: snoozed ? "$(bell) Wake up" : `$(bell-slash) Snooze for ${SNOOZE_MINUTES} minutes`,
-      description: "this window", command: "tandem.snooze" },
+    { label: snoozed ? "$(bell) Wake up" : "$(bell-slash) Snooze…", description: "this window",
+      command: "tandem.snooze" },
     ...(lang ? [{ label: langOn ? `$(circle-slash) Off for ${lang}` : `$(check) On for ${lang}`,
       command: "tandem.toggleLanguage" }] : []),
     { label: "$(graph) Show statistics", command: "tandem.showStats" },
@@ -301,7 +301,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("tandem.menu", () => menu()),
     vscode.commands.registerCommand("tandem.openLog", () => output.show()),
     vscode.commands.registerCommand("tandem.snooze", async () => {
-      snoozedUntil = Date.now() > snoozedUntil ? Date.now() + SNOOZE_MINUTES * 60_000 : 0;
+      if (Date.now() < snoozedUntil) {
+        snoozedUntil = 0;   // wake up
+      } else {
+        const pick = await vscode.window.showQuickPick(SNOOZE_MINUTES.map((m) => `${m} minutes`),
+                                                       { placeHolder: "Snooze Tandem in this window for" });
+        if (!pick) return;
+        snoozedUntil = Date.now() + parseInt(pick, 10) * 60_000;
+      }
       await refresh();
     }),
     vscode.commands.registerCommand("tandem.toggleLanguage", async () => {

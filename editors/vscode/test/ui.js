@@ -153,6 +153,8 @@ async function main() {
     const icon = (name) => page.waitForSelector(`${item} .codicon-${name}`, { timeout: 15000 }).then(() => true, () => false);
     out.menu = {};
     await pick("Snooze");
+    await page.keyboard.type("5 minutes", { delay: 20 });   // then how long
+    await page.keyboard.press("Enter");
     out.menu.snoozed = await icon("bell-slash");
     await pick("Wake up");
     out.menu.woke = await icon("sparkle");
