@@ -156,3 +156,37 @@ async def test_code_right_of_the_cursor_is_skipped_unless_the_user_asked():
     asked = replace(request(text, 1, 11), force=True)
     got = await svc.complete(URI, asked)
     assert (got.text, got.source) == ("w", "model") and len(engine.generations) == 1
+
+
+async def test_the_fill_runs_on_its_port_alone_and_waits_while_a_request_holds_the_model():
+    """The fill depends on a narrow port (fill.FillPort), not on the service: here a port of a few fields."""
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from lsp_server.service.fill import Filler
+    from lsp_server.service.stats import ServerStats
+    from lsp_server.service.tasks import Background
+
+    settings = Settings(warmup_pause_ms=0, prompt_budget_ms=-1)
+    engine = ScriptedEngine(lambda prefix: "", token_s=0.0002)
+    pending = [True]
+    with ThreadPoolExecutor(1) as context_pool, ThreadPoolExecutor(1) as model_pool:
+        port = SimpleNamespace(pipeline=Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens),
+                               settings=settings, context_pool=context_pool, model_pool=model_pool,
+                               tasks=Background(), stats=ServerStats(),
+                               requests_pending=lambda: pending[0], too_far=lambda plan: False,
+                               missing=lambda plan: len(plan.prompt.tokens))
+        filler = Filler(port)
+        req = request()
+        filler.want(URI, req)
+        await asyncio.sleep(0.2)
+        assert filler.stats.runs == 0 and engine.target.counters.evaluated == 0   # a request holds the model
+        pending[0] = False
+        filler.kick()
+        for _ in range(200):
+            if filler.stats.runs and not filler._running:
+                break
+            await asyncio.sleep(0.01)
+        prompt = port.pipeline.plan(replace(req, at_rest=True)).prompt
+        assert filler.stats.runs == 1 and engine.cached(prompt.tokens) >= prompt.stable   # filled for the cursor
+        assert port.stats.warmup_tokens == engine.target.counters.evaluated > 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..engine import Cancel, shared_prefix
 from ..engine.backend import BackendError
@@ -19,9 +19,30 @@ from ..pipeline import CompletionRequest, Plan
 from .job import CURSOR_LINE_TOKENS
 
 if TYPE_CHECKING:
-    from .scheduler import CompletionService
+    from concurrent.futures import Executor
+
+    from ..pipeline import Pipeline
+    from .settings import Settings
+    from .stats import ServerStats
+    from .tasks import Background
 
 log = logging.getLogger("tandem.fill")
+
+
+class FillPort(Protocol):
+    """What the fill needs of the service (the CompletionService is one): the pipeline and settings of the
+    moment, the context and model threads, where background tasks and counts go, whether a request or prefetch
+    holds the model, and how far a plan's prompt is from cached."""
+    pipeline: Pipeline | None
+    settings: Settings
+    context_pool: Executor
+    model_pool: Executor
+    tasks: Background
+    stats: ServerStats
+
+    def requests_pending(self) -> bool: ...
+    def too_far(self, plan: Plan) -> bool: ...
+    def missing(self, plan: Plan) -> int: ...
 
 
 @dataclass
@@ -43,7 +64,7 @@ class FillStats:
 
 
 class Filler:
-    def __init__(self, service: "CompletionService"):
+    def __init__(self, service: FillPort):
         self.svc = service
         self.focus: tuple[str, CompletionRequest] | None = None
         self.cancel = Cancel()
@@ -119,8 +140,7 @@ class Filler:
     # ---- the fill ----------------------------------------------------------------------------------------
 
     def busy(self) -> bool:
-        svc = self.svc
-        return self._running or any(svc.jobs.values()) or bool(svc._latest)
+        return self._running or self.svc.requests_pending()
 
     async def _run(self) -> None:
         svc, pipeline = self.svc, self.svc.pipeline

@@ -165,6 +165,10 @@ class CompletionService:
 
         return await self._answer(uri, plan, superseded, t0, lead)
 
+    def requests_pending(self) -> bool:
+        """Whether a request or a prefetch holds or waits for the model (the fill then waits its turn)."""
+        return any(self.jobs.values()) or bool(self._latest)
+
     def _page_step(self, page: Plan) -> list[int]:
         """The page's tokens up to the cursor's segment as far as a fast answer evaluates them first, while
         typing (TYPING_PAGE_STEP more than are cached)."""
