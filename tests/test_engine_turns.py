@@ -1,5 +1,6 @@
 """The engine process's order among jobs that wait for the models (`Turns`): a window's request before any fill
-ahead, the window that asked last first, and jobs of one rank in the order they came."""
+ahead, the window that asked last first, and jobs of one rank in the order they came; and the cancel flag that
+tells its listeners (how a window's cancel reaches the engine process without polling)."""
 import threading
 import time
 
@@ -76,3 +77,22 @@ def test_one_job_at_a_time():
     for t in threads:
         t.join(10)
     assert most[0] == 1 and turns.waiting() == 0
+
+
+def test_a_cancel_tells_its_listeners_when_set_and_when_its_limit_shrinks():
+    """What lets the shared engine's client pass a cancel on at once instead of polling for it."""
+    from lsp_server.engine.llama import Cancel
+
+    seen: list[int] = []
+    c = Cancel()
+    stop = c.listen(lambda flag: seen.append(flag.keep_until))
+    assert seen == []
+    c.set_keeping(200)
+    c.set_keeping(50)      # a newer request shares less: the limit shrinks, listeners hear it
+    c.set_keeping(120)     # never grows back
+    stop()
+    c.set()
+    assert seen == [200, 50, 50] and c.keep_until == 50
+    late: list[int] = []
+    c.listen(lambda flag: late.append(flag.keep_until))   # set already: told at once
+    assert late == [50]

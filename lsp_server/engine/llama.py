@@ -11,6 +11,7 @@ import ctypes
 import os
 import threading
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -54,10 +55,25 @@ class Cancel(threading.Event):
     def __init__(self):
         super().__init__()
         self.keep_until = 0
+        self._listeners: list[Callable[["Cancel"], None]] = []
 
     def set_keeping(self, keep_until: int) -> None:
         self.keep_until = max(0, keep_until) if not self.is_set() else min(self.keep_until, max(0, keep_until))
         self.set()
+
+    def set(self) -> None:
+        super().set()
+        for fn in list(self._listeners):
+            fn(self)
+
+    def listen(self, fn: Callable[["Cancel"], None]) -> Callable[[], None]:
+        """Call `fn(self)` when it is set and each time its limit changes after (at once if set already), in the
+        setter's thread: a cancel that crosses a socket goes at once, no waiting thread polls for it. Returns
+        what stops it."""
+        self._listeners.append(fn)
+        if self.is_set():
+            fn(self)
+        return lambda: self._listeners.remove(fn) if fn in self._listeners else None
 
 
 def _kept(cancel) -> int:

@@ -16,20 +16,21 @@ import sys
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import asdict, replace
 
 from .. import registry
 from ..backend import BackendError
 from ..engine import EngineConfig
 from ..gguf import ModelFileError
-from ..llama import ContextFullError, VocabularyFile
+from ..llama import Cancel, ContextFullError, VocabularyFile
 from ..remote import RemoteModel
 from ..speculative import Generation, GenerationRequest
 from ..vocab import fim_tokens
 from . import wire
 
 START_WAIT_S = 600.0     # the models load in the engine process (a first calibration takes a while)
-CANCEL_POLL_S = 0.01     # how soon a cancel set here reaches the engine process
+CANCEL_POLL_S = 0.01     # how soon a cancel flag that is not a Cancel reaches the engine process
 CALL_WAIT_S = 30.0       # a quick question (what is cached) that takes longer: the engine is stuck
 MAX_SOCKET_PATH = 100    # bytes; longer runtime folders fall back to /tmp/tandem-UID
 
@@ -242,39 +243,67 @@ class SharedEngine:
     def _generate(self, req: GenerationRequest, cancel: threading.Event | None) -> Generation:
         rid, q = self._open("generate", request=wire.request_to_dict(req))
         try:
-            told = None
-            while True:
-                try:
-                    msg = q.get(timeout=CANCEL_POLL_S)
-                except queue.Empty:
-                    told = self._tell_cancel(rid, cancel, told)
-                    continue
-                ev = msg.get("ev")
-                if ev == "text" and req.on_text is not None:
-                    req.on_text(msg["text"], msg["n"])
-                elif ev == "prompt" and req.on_prompt is not None:
-                    req.on_prompt(*msg["args"])
-                elif ev == "goes_on":
-                    value = bool(req.goes_on(msg["text"])) if req.goes_on is not None else False
-                    self._send({"id": rid, "op": "reply", "value": value})
-                elif ev in ("done", "error"):
-                    self._heard(msg)
-                    gen = wire.generation_from_dict(self._result(msg))
-                    self.target.tokens = list(req.tokens) + gen.tokens
-                    return gen
+            with self._cancel_link(rid, cancel) as poll:
+                return self._generate_events(req, rid, q, poll)
         finally:
             self._pending.pop(rid, None)
 
-    def _tell_cancel(self, rid: int, cancel: threading.Event | None, told: int | None) -> int | None:
-        """Pass a set cancel flag on to the engine process, with how far the prompt evaluation may still go
-        (`Cancel.keep_until`: the tokens the pre-empting request shares), again each time that shrinks."""
-        if cancel is None or not cancel.is_set():
-            return told
-        keep = getattr(cancel, "keep_until", 0)
-        if told is None or keep < told:
-            self._send({"id": rid, "op": "cancel", "keep": keep})
-            return keep
-        return told
+    def _generate_events(self, req: GenerationRequest, rid: int, q: queue.Queue, poll) -> Generation:
+        while True:
+            try:
+                msg = q.get(timeout=CANCEL_POLL_S if poll else None)
+            except queue.Empty:
+                poll()
+                continue
+            ev = msg.get("ev")
+            if ev == "text" and req.on_text is not None:
+                req.on_text(msg["text"], msg["n"])
+            elif ev == "prompt" and req.on_prompt is not None:
+                req.on_prompt(*msg["args"])
+            elif ev == "goes_on":
+                value = bool(req.goes_on(msg["text"])) if req.goes_on is not None else False
+                self._send({"id": rid, "op": "reply", "value": value})
+            elif ev in ("done", "error"):
+                self._heard(msg)
+                gen = wire.generation_from_dict(self._result(msg))
+                self.target.tokens = list(req.tokens) + gen.tokens
+                return gen
+
+    @contextmanager
+    def _cancel_link(self, rid: int, cancel: threading.Event | None):
+        """Pass the caller's cancel flag on to the engine process, with how far the prompt evaluation may still go
+        (`Cancel.keep_until`: the tokens the pre-empting request shares), again each time that shrinks. A `Cancel`
+        says so itself, in the thread that sets it (a thread waking every few ms to look for it slowed the
+        engine's decoding on a 2-core machine); another flag is polled: yields the poll, or None."""
+        told: list[int | None] = [None]
+        lock = threading.Lock()
+
+        def tell(c: threading.Event | None) -> None:
+            if c is None or not c.is_set():
+                return
+            keep = getattr(c, "keep_until", 0)
+            with lock:
+                if told[0] is None or keep < told[0]:
+                    told[0] = keep
+                    self._send_if_up({"id": rid, "op": "cancel", "keep": keep})
+
+        if isinstance(cancel, Cancel):
+            stop = cancel.listen(tell)
+            try:
+                yield None
+            finally:
+                stop()
+        else:
+            yield (lambda: tell(cancel)) if cancel is not None else None
+
+    def _send_if_up(self, msg: dict) -> None:
+        """A message that is of no use to a new engine process (a cancel): sent only on a live connection."""
+        with self._lock:
+            if self._down is None and self._sock is not None:
+                try:
+                    self._sock.sendall(wire.dumps(msg))
+                except OSError:
+                    pass   # the reader says the engine is gone
 
     def _heard(self, msg: dict) -> None:
         """The engine process's prompt speed comes with each result: the budgets follow it as in-process."""
@@ -285,15 +314,15 @@ class SharedEngine:
                 keep: int = 0) -> int:
         rid, q = self._open("prewarm", tokens=tokens, draft=draft, keep=keep)
         try:
-            told = None
-            while True:
-                try:
-                    msg = q.get(timeout=CANCEL_POLL_S)
-                except queue.Empty:
-                    told = self._tell_cancel(rid, cancel, told)
-                    continue
-                self._heard(msg)
-                return int(self._result(msg) or 0)
+            with self._cancel_link(rid, cancel) as poll:
+                while True:
+                    try:
+                        msg = q.get(timeout=CANCEL_POLL_S if poll else None)
+                    except queue.Empty:
+                        poll()
+                        continue
+                    self._heard(msg)
+                    return int(self._result(msg) or 0)
         finally:
             self._pending.pop(rid, None)
 
