@@ -297,13 +297,18 @@ class SharedEngine:
             yield (lambda: tell(cancel)) if cancel is not None else None
 
     def _send_if_up(self, msg: dict) -> None:
-        """A message that is of no use to a new engine process (a cancel): sent only on a live connection."""
-        with self._lock:
+        """A message that is of no use to a new engine process (a cancel): sent only on a live connection, and
+        never waiting long for the socket (this runs in the thread that set the flag, often the server's event
+        loop; the lock is held for long only while a new engine process starts, which has nothing to cancel)."""
+        if not self._lock.acquire(timeout=0.2):
+            return
+        try:
             if self._down is None and self._sock is not None:
-                try:
-                    self._sock.sendall(wire.dumps(msg))
-                except OSError:
-                    pass   # the reader says the engine is gone
+                self._sock.sendall(wire.dumps(msg))
+        except OSError:
+            pass   # the reader says the engine is gone
+        finally:
+            self._lock.release()
 
     def _heard(self, msg: dict) -> None:
         """The engine process's prompt speed comes with each result: the budgets follow it as in-process."""
@@ -383,6 +388,8 @@ class SharedEngine:
             except OSError:
                 pass
             sock.close()
+        for q in list(self._pending.values()):   # what still waits for an answer gets none (no thread hangs)
+            q.put({"ev": "error", "kind": "down", "message": "this window's connection to the engine closed"})
         self.vocab.close()
 
 
