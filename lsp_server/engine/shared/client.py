@@ -243,18 +243,14 @@ class SharedEngine:
     def _generate(self, req: GenerationRequest, cancel: threading.Event | None) -> Generation:
         rid, q = self._open("generate", request=wire.request_to_dict(req))
         try:
-            with self._cancel_link(rid, cancel) as poll:
-                return self._generate_events(req, rid, q, poll)
+            with self._cancel_link(rid, cancel, q) as receive:
+                return self._generate_events(req, rid, receive)
         finally:
             self._pending.pop(rid, None)
 
-    def _generate_events(self, req: GenerationRequest, rid: int, q: queue.Queue, poll) -> Generation:
+    def _generate_events(self, req: GenerationRequest, rid: int, receive) -> Generation:
         while True:
-            try:
-                msg = q.get(timeout=CANCEL_POLL_S if poll else None)
-            except queue.Empty:
-                poll()
-                continue
+            msg = receive()
             ev = msg.get("ev")
             if ev == "text" and req.on_text is not None:
                 req.on_text(msg["text"], msg["n"])
@@ -270,11 +266,12 @@ class SharedEngine:
                 return gen
 
     @contextmanager
-    def _cancel_link(self, rid: int, cancel: threading.Event | None):
+    def _cancel_link(self, rid: int, cancel: threading.Event | None, q: queue.Queue):
         """Pass the caller's cancel flag on to the engine process, with how far the prompt evaluation may still go
         (`Cancel.keep_until`: the tokens the pre-empting request shares), again each time that shrinks. A `Cancel`
         says so itself, in the thread that sets it (a thread waking every few ms to look for it slowed the
-        engine's decoding on a 2-core machine); another flag is polled: yields the poll, or None."""
+        engine's decoding on a 2-core machine); another flag is polled while waiting. Yields what waits for the
+        request's next message."""
         told: list[int | None] = [None]
         lock = threading.Lock()
 
@@ -287,14 +284,21 @@ class SharedEngine:
                     told[0] = keep
                     self._send_if_up({"id": rid, "op": "cancel", "keep": keep})
 
-        if isinstance(cancel, Cancel):
-            stop = cancel.listen(tell)
-            try:
-                yield None
-            finally:
+        polled = cancel is not None and not isinstance(cancel, Cancel)
+
+        def receive() -> dict:
+            while True:
+                try:
+                    return q.get(timeout=CANCEL_POLL_S if polled else None)
+                except queue.Empty:
+                    tell(cancel)
+
+        stop = cancel.listen(tell) if isinstance(cancel, Cancel) else None
+        try:
+            yield receive
+        finally:
+            if stop is not None:
                 stop()
-        else:
-            yield (lambda: tell(cancel)) if cancel is not None else None
 
     def _send_if_up(self, msg: dict) -> None:
         """A message that is of no use to a new engine process (a cancel): sent only on a live connection, and
@@ -319,15 +323,10 @@ class SharedEngine:
                 keep: int = 0) -> int:
         rid, q = self._open("prewarm", tokens=tokens, draft=draft, keep=keep)
         try:
-            with self._cancel_link(rid, cancel) as poll:
-                while True:
-                    try:
-                        msg = q.get(timeout=CANCEL_POLL_S if poll else None)
-                    except queue.Empty:
-                        poll()
-                        continue
-                    self._heard(msg)
-                    return int(self._result(msg) or 0)
+            with self._cancel_link(rid, cancel, q) as receive:
+                msg = receive()
+            self._heard(msg)
+            return int(self._result(msg) or 0)
         finally:
             self._pending.pop(rid, None)
 

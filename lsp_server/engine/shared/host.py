@@ -171,8 +171,7 @@ class EngineHost:
             if op == "prewarm":
                 self.served["fills"] += 1
                 n = self.engine.prewarm(msg["tokens"], cancel, draft=bool(msg.get("draft")), keep=msg.get("keep", 0))
-                self._send_threadsafe(conn, {"id": rid, "ev": "done", "result": n,
-                                             "prompt_tok_s": self.engine.prompt_tok_s})
+                self._done(conn, rid, n)
                 return
             self.served["generations"] += 1
             req, callbacks = wire.request_from_dict(msg["request"])
@@ -184,8 +183,7 @@ class EngineHost:
             if "goes_on" in callbacks:
                 req.goes_on = lambda text: self._ask_goes_on(conn, rid, text, cancel)
             gen = self.engine.generate(req, cancel)
-            self._send_threadsafe(conn, {"id": rid, "ev": "done", "result": wire.generation_to_dict(gen),
-                                         "prompt_tok_s": self.engine.prompt_tok_s})
+            self._done(conn, rid, wire.generation_to_dict(gen))
         except ContextFullError as e:
             self._send_threadsafe(conn, {"id": rid, "ev": "error", "kind": "context_full", "message": str(e)})
         except Exception as e:   # the model failed on this request; the next may work (as in-process)
@@ -194,6 +192,11 @@ class EngineHost:
         finally:
             conn.cancels.pop(rid, None)
             conn.fills.pop(rid, None)
+
+    def _done(self, conn: _Conn, rid: int, result) -> None:
+        """A job's result, with the engine's prompt speed (each window's budgets follow it)."""
+        self._send_threadsafe(conn, {"id": rid, "ev": "done", "result": result,
+                                     "prompt_tok_s": self.engine.prompt_tok_s})
 
     def _ask_goes_on(self, conn: _Conn, rid: int, text: str, cancel: threading.Event) -> bool:
         """Whether the line goes on is the window's post-processing to say (it knows the code around)."""
