@@ -165,11 +165,12 @@ def code_rows(text: str, language: str, tree=None) -> list[int]:
     return out
 
 
-def block_bodies(text: str, language: str, tree=None) -> list[tuple[int, int]]:
-    """(first row, last row), 0-based, of bodies that can be block holes: 2-10 lines, whole lines, the first
-    and last not blank."""
+def block_bodies(text: str, language: str, tree=None, kinds: dict[str, str] | None = None,
+                 span: tuple[int, int] = (BLOCK_MIN, BLOCK_MAX)) -> list[tuple[int, int]]:
+    """(first row, last row), 0-based, of bodies that can be block holes: 2-10 lines (`span`), whole lines, the
+    first and last not blank; of the language's BODIES, or of `kinds` (node type -> its body's field)."""
     tree = tree or parse(text, language)
-    kinds = BODIES.get(language)
+    kinds = BODIES.get(language) if kinds is None else kinds
     if tree is None or not kinds:
         return []
     lines = text.split("\n")
@@ -198,7 +199,7 @@ def block_bodies(text: str, language: str, tree=None) -> list[tuple[int, int]]:
             if lines[r1][:max(0, c1 - 1)].strip():
                 continue
             first, last = r0 + 1, r1 - 1
-        if not BLOCK_MIN <= last - first + 1 <= BLOCK_MAX:
+        if not span[0] <= last - first + 1 <= span[1]:
             continue
         if not lines[first].strip() or not lines[last].strip():
             continue

@@ -150,7 +150,7 @@ def cmd_replay(args) -> None:
     from ..bench.replay import run_replay
     try:
         run_replay(args)
-    except (FileNotFoundError, RuntimeError, ValueError) as e:
+    except (FileNotFoundError, RuntimeError, ValueError, OSError) as e:
         _die(str(e), 1)
 
 
@@ -275,6 +275,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--limit-chars", type=int, help="type at most this many characters per session")
     r.add_argument("--options", help="initializationOptions for the server, as JSON")
     r.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    g = r.add_argument_group("typing in real projects' files (instead of the sessions)")
+    g.add_argument("--real", type=int, metavar="N",
+                   help="type N function bodies of 3-12 lines drawn from `tandem eval real`'s pinned projects, as a "
+                        "careful person: steady pace, waiting at line starts, accepting only exact lines")
+    g.add_argument("--half", choices=("tune", "confirm", "all"), default="confirm",
+                   help="the projects' half to draw from (default confirm)")
+    g.add_argument("--seed", type=int, default=0, help="the seed that draws the bodies (default 0)")
+    g.add_argument("--projects", nargs="*", metavar="NAME", help="only these projects")
+    g.add_argument("--corpus", metavar="DIR",
+                   help="a local folder of projects (each subfolder one) instead of the pinned ones (no network)")
+    g.add_argument("--cps", type=float, default=6.0, help="characters a second (default 6)")
+    g.add_argument("--wait", type=float, default=3.0, help="seconds waited for ghost text at a line start (default 3)")
     r.set_defaults(func=cmd_replay)
 
     v = sub.add_parser("visits", help="open, jump, switch, return and type in real-size files against `tandem "
