@@ -23,7 +23,6 @@ import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -71,6 +70,7 @@ class Tally:
     line_start_ms: list[float | None] = field(default_factory=list)   # None: not answered within the wait
     line_start_right: int = 0
     line_start_seen: list[dict] = field(default_factory=list)   # what each line start showed, and what came next
+    in_time_seen: list[dict] = field(default_factory=list)      # the same for the answers between keys
 
     def add(self, other: "Tally") -> None:
         for k, v in asdict(other).items():
@@ -145,6 +145,7 @@ class CarefulTypist:
         if shown:
             self.tally.in_time_shown += 1
             self.tally.in_time_right += bool(exact_lines(shown, rest))
+            self.tally.in_time_seen.append({"want": rest.split("\n")[0], "source": got[1], "got": shown})
         return shown
 
     async def _glance(self, pending, shown: str, rest: str):
@@ -283,15 +284,17 @@ async def type_project(server_cmd: list[str], project: Project, bodies: list[Bod
 
 async def run_real(projects: list[Project], bodies: list[Body], server_cmd: list[str], options: dict | None,
                    cps: float = CPS, wait_s: float = WAIT_S, log=print) -> dict:
-    sessions, peaks = [], []
+    sessions, peaks, servers = [], [], {}
     for p in projects:
         mine = [b for b in bodies if b.project == p.name]
         if not mine:
             continue
         log(f"{p.name}: {len(mine)} bodies")
-        done, _stats, peak = await type_project(server_cmd, p, mine, options, cps, wait_s, log)
+        done, stats, peak = await type_project(server_cmd, p, mine, options, cps, wait_s, log)
         sessions += done
         peaks.append(peak)
+        # the day's speed (generation tokens a second) and where the answers came from, as the server counts them
+        servers[p.name] = {k: stats.get(k) for k in ("tok_s", "by_source", "suggestions", "latency_ms")}
     total, by_lang = Tally(), {}
     for s in sessions:
         t = Tally(**s["tally"])
@@ -299,7 +302,7 @@ async def run_real(projects: list[Project], bodies: list[Body], server_cmd: list
         by_lang.setdefault(s["body"]["language"], Tally()).add(t)
     return {"cps": cps, "wait_s": wait_s, "options": options or {}, "total": figures(total),
             "by_language": {k: figures(v) for k, v in sorted(by_lang.items())},
-            "peak_rss_mb": max((p for p in peaks if p), default=None), "sessions": sessions}
+            "peak_rss_mb": max((p for p in peaks if p), default=None), "servers": servers, "sessions": sessions}
 
 
 def print_real(r: dict, out=sys.stdout) -> None:
