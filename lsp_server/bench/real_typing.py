@@ -259,8 +259,8 @@ async def type_project(server_cmd: list[str], project: Project, bodies: list[Bod
             full = read_source(path)
             lines = full.split("\n")
             start = sum(len(l) + 1 for l in lines[:b.line - 1]) + len(b.indent)
-            text = full[:start] + full[start + len(b.typed):]
-            assert full[start:start + len(b.typed)] == b.typed, b.key
+            end = sum(len(l) + 1 for l in lines[:b.line - 1 + b.lines]) - 1   # the body's last line's end
+            text = full[:start] + full[end:]
             uri = path.resolve().as_uri()
             client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
                 uri=uri, language_id=b.language, version=1, text=text)))
