@@ -18,17 +18,20 @@ many requests were answered before the next key and how many of those were right
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ..context.syntax import parse
-from .real_corpus import Project
+from .halves import in_half
+from .real_corpus import PROJECTS, Project, ensure, local_projects
 from .real_holes import BODIES, MAX_LINES, MIN_LINES, block_bodies, read_source
 from .replay import Counts, Replayer, next_key, peak_rss_mb, running_server, server_stats
 
@@ -321,3 +324,31 @@ def print_real(r: dict, out=sys.stdout) -> None:
               f"{f['line_starts_answered']:6d} {f['line_starts_right']:6d} {ms(f['line_start_p50_ms']):>9}", file=out)
     print("  (in time: answered before the next key, line starts apart; right: its first line exactly what came "
           "next; p50: line starts, an unanswered one counted slower than any)", file=out)
+
+
+def cli(args) -> dict:
+    """`tandem replay --real N`."""
+    if args.real < 1 or args.cps <= 0 or args.wait < 0:
+        raise ValueError("--real needs at least 1 body, --cps a positive speed and --wait no negative time")
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr)
+    names = set(args.projects or ())
+    if args.corpus:
+        projects = [p for p in local_projects(Path(args.corpus)) if not names or p.name in names]
+    else:
+        projects = [ensure(s, log=log) for s in PROJECTS if not names or s.name in names]
+    projects = [p for p in projects if in_half(p.name, args.half)]
+    if not projects:
+        raise ValueError(f"no project in half {args.half}" + (f" named {', '.join(sorted(names))}" if names else ""))
+    bodies = pick_bodies(projects, args.real, args.seed)
+    if not bodies:
+        raise ValueError("no function body of 3-12 lines in a file of 100-3000 lines in these projects")
+    cmd = [sys.executable, "-m", "lsp_server.cli.main", "serve"]
+    options = json.loads(args.options) if args.options else {}
+    result = asyncio.run(run_real(projects, bodies, cmd, options, args.cps, args.wait, log))
+    result.update(half=args.half, seed=args.seed)
+    print_real(result)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return result

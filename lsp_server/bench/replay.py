@@ -465,8 +465,9 @@ def print_report(r: dict, out=sys.stdout) -> None:
 
 
 def run_replay(args) -> dict:
-    if getattr(args, "real", None):
-        return run_real_typing(args)
+    if getattr(args, "real", None) is not None:
+        from .real_typing import cli
+        return cli(args)
     sessions = load_sessions(Path(args.sessions) if args.sessions else default_sessions())
     if args.only:
         sessions = [s for s in sessions if s.file.name in args.only]
@@ -479,30 +480,3 @@ def run_replay(args) -> dict:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     return result
 
-
-def run_real_typing(args) -> dict:
-    from .halves import in_half
-    from .real_corpus import PROJECTS, ensure, local_projects
-    from .real_typing import pick_bodies, print_real, run_real
-
-    def log(msg: str) -> None:
-        print(msg, file=sys.stderr)
-    names = set(args.projects or ())
-    if args.corpus:
-        projects = [p for p in local_projects(Path(args.corpus)) if not names or p.name in names]
-    else:
-        projects = [ensure(s, log=log) for s in PROJECTS if not names or s.name in names]
-    projects = [p for p in projects if in_half(p.name, args.half)]
-    if not projects:
-        raise ValueError(f"no project in half {args.half}" + (f" named {', '.join(sorted(names))}" if names else ""))
-    bodies = pick_bodies(projects, args.real, args.seed)
-    if not bodies:
-        raise ValueError("no function body of 3-12 lines in a file of 100-3000 lines in these projects")
-    cmd = [sys.executable, "-m", "lsp_server.cli.main", "serve"]
-    options = json.loads(args.options) if args.options else {}
-    result = asyncio.run(run_real(projects, bodies, cmd, options, args.cps, args.wait, log))
-    result.update(half=args.half, seed=args.seed)
-    print_real(result)
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    return result
