@@ -9,7 +9,8 @@ cancels the one still open, as VS Code does. The person:
 - at each line start (the body's first line, and after each newline) waits up to `wait_s` (3 s) for ghost text;
   elsewhere sees only an answer that came before the next key;
 - accepts only what is exactly right: whole lines of the ghost text that are what comes next (VS Code's accept
-  next line, one after the other; a line counts only to its end, and the newline is typed), after reading it;
+  next line, one after the other: the cursor's line to its end, each further one with the newline and
+  indentation before it; the newline after the last one taken is typed), after reading it;
 - types through a suggestion that matches the key (it stays shown) and otherwise loses it.
 
 What is reported is what the issue measured by hand: the share of the characters that came from ghost text, how
