@@ -71,20 +71,23 @@ def add_arguments(parser) -> None:
 
 def projects_for(args, log) -> tuple[str, list[Project]]:
     """(what the data is, the projects), fetched where needed."""
-    if getattr(args, "real_corpus", None):
-        folder = Path(args.real_corpus).resolve()
+    return load_projects(getattr(args, "real_corpus", None), args.real_projects, args.half or "all", log)
+
+
+def load_projects(corpus: str | None, names, half: str, log) -> tuple[str, list[Project]]:
+    """(what the data is, the projects of `half`, only those `names` if any): the folders of a local `corpus`, or
+    the pinned projects, each fetched (only those of the half) where it is not cached yet."""
+    names = set(names or ())
+    if corpus:
+        folder = Path(corpus).resolve()
         projects = local_projects(folder)
         data = str(folder)
     else:
-        names = set(args.real_projects or ())
-        projects = [ensure(s, log=log) for s in PROJECTS
-                    if (not names or s.name in names) and in_half(s.name, args.half or "all")]
+        projects = [ensure(s, log=log) for s in PROJECTS if (not names or s.name in names) and in_half(s.name, half)]
         data = f"{cache_root()} (pinned projects)"
-    if args.real_projects:
-        projects = [p for p in projects if p.name in set(args.real_projects)]
-    projects = [p for p in projects if in_half(p.name, args.half or "all")]
+    projects = [p for p in projects if (not names or p.name in names) and in_half(p.name, half)]
     if not projects:
-        raise CorpusError(f"no project left in {data} (half {args.half}, projects {args.real_projects or 'all'})")
+        raise CorpusError(f"no project left in {data} (half {half}, projects {', '.join(sorted(names)) or 'all'})")
     return data, projects
 
 

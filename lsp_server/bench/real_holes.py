@@ -110,10 +110,23 @@ class Hole:
     def cut(self, text: str) -> tuple[str, int, int]:
         """The file with this hole cut: (text, start offset, end offset) of what was removed; the cursor stands
         at the start offset."""
-        lines = text.split("\n")
-        start = sum(len(l) + 1 for l in lines[:self.line - 1]) + len(self.indent)
-        end = sum(len(l) + 1 for l in lines[:self.line - 1 + self.lines]) - 1
-        return text[:start] + text[end:], start, end
+        return cut_lines(text, self.line, self.lines, self.indent)
+
+
+def cut_lines(text: str, line: int, lines: int, indent: str) -> tuple[str, int, int]:
+    """`text` without `lines` lines from the 1-based `line` on, but the first one's `indent`: (the text, the
+    start and end offsets of what was removed)."""
+    rows = text.split("\n")
+    start = sum(len(l) + 1 for l in rows[:line - 1]) + len(indent)
+    end = sum(len(l) + 1 for l in rows[:line - 1 + lines]) - 1
+    return text[:start] + text[end:], start, end
+
+
+def body_text(lines: list[str], first: int, last: int) -> tuple[str, str]:
+    """Rows first..last (0-based) as a block hole takes them: (the first row's indentation, the rows' text after
+    it, trailing blanks dropped)."""
+    ind = _indent(lines[first])
+    return ind, "\n".join(l.rstrip() for l in lines[first:last + 1])[len(ind):]
 
 
 def read_source(path: Path) -> str:
@@ -321,10 +334,9 @@ def holes_in_file(project: Project, path: Path, language: str, text: str, seed: 
         out.append(Hole(f"{project.name}/{rel}:{row + 1}:line", project.name, language, rel, row + 1, "line",
                         lines[row][len(ind):].rstrip(), 1, ind))
     for first, last in blocks:
-        ind = _indent(lines[first])
-        body = "\n".join(l.rstrip() for l in lines[first:last + 1])
+        ind, body = body_text(lines, first, last)
         out.append(Hole(f"{project.name}/{rel}:{first + 1}:block", project.name, language, rel, first + 1,
-                        "block", body[len(ind):], last - first + 1, ind))
+                        "block", body, last - first + 1, ind))
     if index is not None:
         for h in out:
             h.cross_names = index.cross_names(rel, language, h.expected)

@@ -31,9 +31,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ..context.syntax import parse
-from .halves import in_half
-from .real_corpus import PROJECTS, Project, ensure, local_projects
-from .real_holes import BODIES, MAX_LINES, MIN_LINES, block_bodies, read_source
+from .real import load_projects
+from .real_corpus import Project
+from .real_holes import BODIES, MAX_LINES, MIN_LINES, block_bodies, body_text, cut_lines, read_source
 from .replay import Counts, Replayer, next_key, peak_rss_mb, running_server, server_stats
 
 CPS = 6.0           # characters a second
@@ -118,8 +118,7 @@ def pick_bodies(projects: list[Project], n: int, seed: int) -> list[Body]:
                 continue
             rel = str(path.relative_to(p.root))
             for first, last in function_bodies(text, lang):
-                indent = lines[first][:len(lines[first]) - len(lines[first].lstrip())]
-                body = "\n".join(l.rstrip() for l in lines[first:last + 1])[len(indent):]
+                indent, body = body_text(lines, first, last)
                 by_lang.setdefault(lang, []).append(Body(p.name, lang, rel, first + 1, last - first + 1, indent, body))
     for bodies in by_lang.values():
         rng.shuffle(bodies)
@@ -260,11 +259,7 @@ async def type_project(server_cmd: list[str], project: Project, bodies: list[Bod
         replayer = Replayer(client, Counts(), 1.0, log)
         for b in bodies:
             path = project.root / b.file
-            full = read_source(path)
-            lines = full.split("\n")
-            start = sum(len(l) + 1 for l in lines[:b.line - 1]) + len(b.indent)
-            end = sum(len(l) + 1 for l in lines[:b.line - 1 + b.lines]) - 1   # the body's last line's end
-            text = full[:start] + full[end:]
+            text, start, _ = cut_lines(read_source(path), b.line, b.lines, b.indent)
             uri = path.resolve().as_uri()
             client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
                 uri=uri, language_id=b.language, version=1, text=text)))
@@ -334,14 +329,7 @@ def cli(args) -> dict:
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr)
-    names = set(args.projects or ())
-    if args.corpus:
-        projects = [p for p in local_projects(Path(args.corpus)) if not names or p.name in names]
-    else:
-        projects = [ensure(s, log=log) for s in PROJECTS if not names or s.name in names]
-    projects = [p for p in projects if in_half(p.name, args.half)]
-    if not projects:
-        raise ValueError(f"no project in half {args.half}" + (f" named {', '.join(sorted(names))}" if names else ""))
+    _, projects = load_projects(args.corpus, args.projects, args.half, log)
     bodies = pick_bodies(projects, args.real, args.seed)
     if not bodies:
         raise ValueError("no function body of 3-12 lines in a file of 100-3000 lines in these projects")

@@ -479,4 +479,3 @@ def run_replay(args) -> dict:
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     return result
-
