@@ -166,3 +166,14 @@ def test_a_short_typing_session_against_the_real_server(tmp_path):
     assert total["line_starts_answered"] >= 1 and total["answered_in_time_right"] <= total["answered_in_time_shown"]
     assert 0 <= total["from_ghost"] <= total["chars"]
     assert "typing in real files: 1 function bodies" in p.stdout and "python" in p.stdout
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--real", "0"], "--real needs at least 1 body"),
+    (["--real", "1", "--cps", "0"], "--cps a positive speed"),
+    (["--real", "1", "--corpus", "/nonexistent/corpus"], "no such folder of projects"),
+])
+def test_bad_options_get_a_clear_error_and_no_server(args, says):
+    p = subprocess.run(tandem_cmd() + ["replay"] + args, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and says in p.stderr and "Traceback" not in p.stderr
+    assert "server ready" not in p.stderr
