@@ -16,6 +16,9 @@ from ..prompt import PromptBudget
 from . import llama_reference
 from .chart import speedup_svg
 from .fixtures import CATEGORIES, Case, default_root, load_cases
+from .projected import ShadowLog, load_costs, print_projection, print_shadow, projection_rows
+from .projection import CostCurve
+from . import shadow
 from .side_by_side import AGAIN, MODEL, PLAIN, TANDEM, SideBySide
 
 NEAR_TIE = 0.5   # top-2 logit gap under which a divergence is a numerics near-tie, not a bug
@@ -137,6 +140,10 @@ def run_bench(engine: Engine, args) -> list[dict]:
     if args.llama_speculative and engine.draft is None:
         raise SystemExit("tandem: --llama-speculative needs the draft model")
     log = lambda s: print(s, file=sys.stderr, flush=True)
+    curves = load_costs(getattr(args, "costs", None))   # a bad cost file is said before the long run
+    shadows = (ShadowLog(engine.controller.learned().acceptance, engine.cfg.draft_min, engine.cfg.draft_max,
+                         tuple(engine.cfg.drafters))
+               if getattr(args, "shadow", False) else None)
     runner = engine if hasattr(engine, "run_pass") else SideBySide(engine, with_model)
     log(f"bench: {len(cases)} prompts, {', '.join(runner.names)}{' side by side' if runner.side_by_side else ''}, "
         f"{args.max_tokens} tokens max, {args.repeat} pass(es)")
@@ -168,6 +175,11 @@ def run_bench(engine: Engine, args) -> list[dict]:
                 # the output is the text: tokens past a stop string are generated but never shown
                 same = same and got[PLAIN].text == got[TANDEM].text
             state.go_on()
+            if shadows is not None:
+                # untimed, after the timed passes: every drafter's proposal at every position of the output
+                shadows.prompts.append((case.category, shadow.record(
+                    engine, f"{case.category}/{case.name}", prompt.tokens, prefix, case.document.language,
+                    args.max_tokens, prompt.stop, tuple(engine.cfg.drafters))))
             base, spec = (max(passes[k], key=lambda g: g.tok_s) for k in (PLAIN, TANDEM))
             for k, gens in passes.items():
                 r.passes.setdefault(k, []).append(gens)
@@ -228,10 +240,20 @@ def run_bench(engine: Engine, args) -> list[dict]:
         memory = measure(engine.target.path, engine.draft.path if engine.draft else None, engine.cfg.n_ctx)
 
     _print_table(rows, memory, with_model, time.perf_counter() - t_start, engine, bool(args.llama_speculative))
+    extra = {}
+    if shadows is not None:
+        # this machine's own curve first: its projection must agree with the measured column within the A/A
+        curves = [CostCurve.of_engine(engine.costs)] + curves
+        projected = projection_rows(shadows, curves)
+        labels = {r["category"]: r["label"] for r in rows}
+        print_shadow(shadows.summaries(), labels)
+        print_projection(projected, curves, labels, {r["category"]: r for r in rows})
+        extra = {"costs_curve": curves[0].to_json(), "cost_files": [c.to_json() for c in curves[1:]],
+                 "projection": projected, "shadow_acceptance": shadows.summaries(), "shadow": shadows.to_json()}
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "memory": memory,
                                                "costs": engine.costs.to_json() if engine.costs else None,
-                                               "warnings": engine.warnings}, indent=2))
+                                               "warnings": engine.warnings, **extra}, indent=2))
         log(f"wrote {args.json}")
     if args.chart:
         Path(args.chart).write_text(speedup_svg(rows, "Tandem speedup over plain greedy decoding (same run)"))

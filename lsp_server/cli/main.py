@@ -181,11 +181,31 @@ def cmd_bench(args) -> None:
     from ..bench.run import run_bench
     if args.repeat < 1:
         _die(f"--repeat must be at least 1 (got {args.repeat})", 2)
+    if args.shadow_from:
+        from ..bench.fixtures import CATEGORIES
+        from ..bench.projected import reproject
+        try:
+            reproject(args.shadow_from, args.costs, args.json, CATEGORIES)
+        except ValueError as e:
+            _die(str(e), 2)
+        return
+    args.shadow = args.shadow or bool(args.costs)
+    if args.costs:
+        from ..bench.projected import load_costs
+        try:
+            load_costs(args.costs)
+        except ValueError as e:
+            _die(str(e), 2)
     if args.backend:
+        if args.shadow:
+            _die("--shadow and --costs record every drafter's proposals with the in-process models; not with "
+                 "--backend", 2)
         _bench_remote(args, run_bench)
         return
-    # a fixed draft-model column needs the draft model even where the controller would unload it
-    engine, _ = _load_engine(args, **({"draft_resident": "always"} if args.with_model_draft else {}))
+    # a fixed draft-model column, and the shadow's draft-model proposals, need the draft model even where the
+    # controller would unload it
+    engine, _ = _load_engine(args, **({"draft_resident": "always"} if args.with_model_draft or args.shadow
+                                      else {}))
     try:
         run_bench(engine, args)
     finally:
@@ -355,6 +375,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run llama.cpp's llama-speculative-simple (k=3) on the same prompts and models "
                         "(build it with scripts/build-llama-reference.sh)")
     b.add_argument("--no-memory", action="store_true", help="skip the resident-memory measurement")
+    b.add_argument("--shadow", action="store_true",
+                   help="also record shadow acceptance (untimed): at every position of each prompt's plain "
+                        "output, each drafter's proposal of up to 16 tokens and what verification would accept of "
+                        "it; with --json it is kept with the run, and the speedup this machine's own costs "
+                        "project from it is printed beside the measured one")
+    b.add_argument("--costs", metavar="FILE", action="append",
+                   help="a cost curve (target_batch_s: T(n) in seconds, draft_token_s; scripts/gpu-costs/ measures "
+                        "one on a GPU): project the speedup with it from the shadow acceptance (implies --shadow; "
+                        "may be given more than once)")
+    b.add_argument("--shadow-from", metavar="RUN.json",
+                   help="no models: project from the shadow acceptance a `--shadow --json` run saved, with its "
+                        "own costs and each --costs FILE")
     b.add_argument("--backend-plain", metavar="URL", help="with --backend: a llama-server with the same target and "
                    "no draft model, for the plain column (--backend's server speculates with its own -md)")
     add_engine_options(b)

@@ -51,6 +51,9 @@ class GenerationRequest:
     keep: int = 0                  # the prompt's first tokens worth a place in the KV store (a page's text)
     # called after each step, its time not counted: the bench runs paths side by side, a step each in turn
     between_steps: Callable[[], None] | None = None
+    # after each verify step: (output tokens before it, the drafter verified or "", its drafted tokens verified,
+    # how many of them were accepted); the bench's shadow acceptance is checked against it
+    on_step: Callable[[int, str, list[int], int], None] | None = None
 
 
 @dataclass
@@ -212,6 +215,8 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
             controller.observe_step(v.seconds, plan, v.accepted, draft.cost_s if n else 0.0)
         near_ties += v.near_tie
         accepted, next_tok, margins = v.accepted, v.next_tok, v.margins
+        if req.on_step is not None:
+            req.on_step(len(out.tokens), draft.drafter if n else "", drafted, accepted)
         steps += 1
         if trace and n:
             log.debug("step %d: %s drafted %r (%s), accepted %d, target says %r", steps, draft.drafter,

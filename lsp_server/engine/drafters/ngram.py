@@ -35,20 +35,30 @@ class NgramDrafter:
                         table[tuple(ctx[end - n + 1:end + 1])] = end
             ctx.append(t)
 
-    def propose(self, max_len: int) -> Draft | None:
+    def lookup(self) -> tuple[int, int] | None:
+        """The longest n-gram ending the context that occurred before with something after it: (n, the position
+        of that earlier occurrence's last token); what follows it there is the proposal."""
         ctx = self.ctx
         for n in range(self.max_n, self.min_n - 1, -1):
             if len(ctx) < n:
                 continue
             pos = self.index[n].get(tuple(ctx[-n:]))
-            if pos is not None:
-                cont = ctx[pos + 1:pos + 1 + max_len]
-                if cont:
-                    # a copy that kept pace with the output since the last proposal is a copy in progress,
-                    # far more likely right than a fresh match
-                    n0, p0 = self._last
-                    run = p0 >= 0 and pos - p0 == len(ctx) - n0
-                    self._last = (len(ctx), pos)
-                    bucket = "run" if run else f"n{n}"
-                    return Draft(self.name, cont, [bucket] * len(cont))
+            if pos is not None and pos + 1 < len(ctx):
+                return n, pos
         return None
+
+    def propose(self, max_len: int) -> Draft | None:
+        found = self.lookup() if max_len > 0 else None
+        if found is None:
+            return None
+        n, pos = found
+        cont = self.ctx[pos + 1:pos + 1 + max_len]
+        return Draft(self.name, cont, [self.bucket(n, pos, len(self.ctx))] * len(cont))
+
+    def bucket(self, n: int, pos: int, ctx_len: int) -> str:
+        """A copy that kept pace with the output since the last proposal is a copy in progress, far more likely
+        right than a fresh match. Called once per proposal (of a context of ctx_len tokens): it remembers it."""
+        n0, p0 = self._last
+        run = p0 >= 0 and pos - p0 == ctx_len - n0
+        self._last = (ctx_len, pos)
+        return "run" if run else f"n{n}"

@@ -1,0 +1,139 @@
+"""`tandem bench --shadow / --costs FILE / --shadow-from RUN`: shadow acceptance recorded with a run, and the
+speedup each cost curve projects from it, printed beside what the run measured."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .projection import CostCurve, Projected, project
+from .shadow import ShadowPrompt, ShadowSummary
+
+DRAFTER_LABELS = {"ngram": "n-gram", "template": "template", "model": "draft model"}
+
+
+class ShadowLog:
+    """The shadow records of a run, in its order, and the acceptance statistics it started from."""
+
+    def __init__(self, acceptance: dict, draft_min: int, draft_max: int, drafters: tuple[str, ...]):
+        self.acceptance, self.draft_min, self.draft_max = acceptance, draft_min, draft_max
+        self.drafters = drafters
+        self.prompts: list[tuple[str, ShadowPrompt]] = []
+
+    def to_json(self) -> dict:
+        return {"acceptance_before": {k: list(v) for k, v in self.acceptance.items()},
+                "draft_min": self.draft_min, "draft_max": self.draft_max, "drafters": list(self.drafters),
+                "prompts": [{"category": c, **sp.to_json()} for c, sp in self.prompts]}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ShadowLog":
+        log = cls({k: tuple(v) for k, v in d["acceptance_before"].items()}, d["draft_min"], d["draft_max"],
+                  tuple(d["drafters"]))
+        log.prompts = [(p["category"], ShadowPrompt.from_json(p)) for p in d["prompts"]]
+        return log
+
+    def summaries(self) -> dict[str, dict]:
+        out: dict[str, ShadowSummary] = {}
+        for category, sp in self.prompts:
+            out.setdefault(category, ShadowSummary()).add(sp)
+        return {c: s.row() for c, s in out.items()}
+
+    def project(self, curve: CostCurve) -> dict[str, Projected]:
+        return project(self.prompts, curve, self.acceptance, self.draft_min, self.draft_max, self.drafters)
+
+
+def load_costs(paths: list[str] | None) -> list[CostCurve]:
+    return [CostCurve.load(p) for p in paths or []]
+
+
+def projection_rows(log: ShadowLog, curves: list[CostCurve]) -> dict[str, dict[str, dict]]:
+    """category -> curve name -> its projected speedup and what was drafted and accepted."""
+    out: dict[str, dict[str, dict]] = {}
+    for curve in curves:
+        for category, p in log.project(curve).items():
+            out.setdefault(category, {})[curve.name] = {
+                "projected_speedup": round(p.speedup, 3), "tokens": p.tokens, "steps": p.steps,
+                "plain_s": round(p.plain_s, 4), "spec_s": round(p.spec_s, 4),
+                "drafted": {k: {"drafted": d, "accepted": a} for k, (d, a) in p.drafted.items()}}
+    return out
+
+
+def print_shadow(summaries: dict[str, dict], labels: dict[str, str], out=None) -> None:
+    out = out or sys.stdout
+    drafters = sorted({d for s in summaries.values() for d in s})
+    print("\nShadow acceptance (every position of the plain greedy output; a proposal of up to 16 tokens, what "
+          "verification accepts of it):", file=out)
+    head = "| Task type | positions | " + " | ".join(f"{DRAFTER_LABELS.get(d, d)}: proposals, mean accepted, "
+                                                    f"first right" for d in drafters) + " |"
+    print(head, file=out)
+    print("|" + "---|" * (head.count("|") - 1), file=out)
+    for category, s in summaries.items():
+        positions = next(iter(s.values()))["positions"] if s else 0
+        cells = []
+        for d in drafters:
+            r = s.get(d)
+            cells.append("-" if r is None else f"{r['proposals']}, {r['mean_accepted']:.2f}, "
+                                               f"{r['first_token_right'] * 100:.0f}%")
+        print(f"| {labels.get(category, category)} | {positions} | " + " | ".join(cells) + " |", file=out)
+
+
+def print_projection(rows: dict[str, dict[str, dict]], curves: list[CostCurve], labels: dict[str, str],
+                     measured: dict[str, dict] | None = None, out=None) -> None:
+    """The projected speedups, each column named by its cost file; beside them the measured speedup and its
+    A/A noise where this run measured them (the projection with this machine's own curve must agree)."""
+    out = out or sys.stdout
+    print("\nProjected speedup (the controller planning each step with the cost file's curve and the shadow "
+          "acceptance; projected, not measured):", file=out)
+    for c in curves:
+        where = ", ".join(x for x in (c.machine, c.models, f"depth {c.depth}" if c.depth else "") if x)
+        print(f"  {c.name}: T(1) {c.target_s[1] * 1e3:.2f} ms"
+              + (f", T(16) {c.cost_model().target(16) * 1e3:.2f} ms" if c.target_s else "")
+              + (f", draft token {c.draft_token_s * 1e3:.2f} ms" if c.draft_token_s else ", no draft model")
+              + (f" ({where})" if where else ""), file=out)
+    head = ("| Task type | " + ("Measured speedup | A/A | " if measured else "")
+            + " | ".join(f"Projected ({c.name})" for c in curves) + " |")
+    print(head, file=out)
+    print("|" + "---|" * (head.count("|") - 1), file=out)
+    for category, per in rows.items():
+        cells = []
+        if measured:
+            m = measured.get(category, {})
+            aa = m.get("aa_noise")
+            cells += [f"{m['speedup']:.3f}x" if "speedup" in m else "-", "-" if aa is None else f"{aa * 100:.1f}%"]
+        for c in curves:
+            r = per.get(c.name)
+            if r is None:
+                cells.append("-")
+                continue
+            used = ", ".join(f"{DRAFTER_LABELS.get(k, k)} {v['accepted']}/{v['drafted']}"
+                             for k, v in r["drafted"].items())
+            cells.append(f"{r['projected_speedup']:.3f}x" + (f" ({used})" if used else " (no drafts)"))
+        print(f"| {labels.get(category, category)} | " + " | ".join(cells) + " |", file=out)
+
+
+def reproject(run_path: str, cost_paths: list[str] | None, json_path: str | None, labels: dict[str, str]) -> dict:
+    """`--shadow-from RUN`: the projection from a saved run's shadow records, with no model loaded."""
+    try:
+        data = json.loads(Path(run_path).read_text())
+    except OSError as e:
+        raise ValueError(f"cannot read {run_path}: {e.strerror or e}")
+    except ValueError as e:
+        raise ValueError(f"{run_path} is not JSON: {e}")
+    if not isinstance(data, dict) or not data.get("shadow"):
+        raise ValueError(f"{run_path} holds no shadow acceptance: run `tandem bench --shadow --json {run_path}` "
+                         f"first")
+    log = ShadowLog.from_json(data["shadow"])
+    curves = ([CostCurve.from_json(data["costs_curve"], "this machine")] if data.get("costs_curve") else [])
+    curves += load_costs(cost_paths)
+    if not curves:
+        raise ValueError("nothing to project with: give --costs FILE")
+    rows = projection_rows(log, curves)
+    measured = {r["category"]: r for r in data.get("rows", [])}
+    print_shadow(log.summaries(), labels)
+    print_projection(rows, curves, labels, measured)
+    report = {"from": run_path, "curves": [c.to_json() for c in curves], "projection": rows,
+              "shadow_acceptance": log.summaries()}
+    if json_path:
+        Path(json_path).write_text(json.dumps(report, indent=1))
+        print(f"wrote {json_path}", file=sys.stderr)
+    return report
