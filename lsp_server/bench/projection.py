@@ -34,6 +34,11 @@ class CostCurve:
     depth: int | None = None
     machine: str = ""
     models: str = ""
+    # what Tandem's Python adds per logits row read (top-2 of a verify row; a draft token's argmax and softmax),
+    # where T(n) was measured without it (the cost tool reads rows in C++; the engine's own calibration reads
+    # them in Python, so its curve has these at 0)
+    host_row_s: float = 0.0
+    host_draft_token_s: float = 0.0
 
     def __post_init__(self):
         if not self.target_s or 1 not in self.target_s:
@@ -44,7 +49,9 @@ class CostCurve:
             raise ValueError(f"cost curve {self.name}: every T(n) must be a positive number of seconds")
 
     def cost_model(self) -> CostModel:
-        costs = CostModel(dict(self.target_s), self.draft_token_s)
+        """The costs as the engine would calibrate them there: its Python reads every row of a batch."""
+        costs = CostModel({n: t + n * self.host_row_s for n, t in self.target_s.items()},
+                          self.draft_token_s + self.host_draft_token_s if self.draft_token_s is not None else None)
         costs._keep_monotone()
         return costs
 
@@ -61,7 +68,8 @@ class CostCurve:
         return {"name": self.name, "machine": self.machine, "models": self.models, "depth": self.depth,
                 "target_batch_s": {str(k): v for k, v in sorted(self.target_s.items())},
                 "draft_token_s": self.draft_token_s,
-                "draft_batch_s": {str(k): v for k, v in sorted(self.draft_batch_s.items())}}
+                "draft_batch_s": {str(k): v for k, v in sorted(self.draft_batch_s.items())},
+                "host_row_s": self.host_row_s, "host_draft_token_s": self.host_draft_token_s}
 
     @classmethod
     def from_json(cls, d: dict, name: str) -> "CostCurve":
@@ -69,7 +77,8 @@ class CostCurve:
             return cls(d.get("name") or name, {int(k): float(v) for k, v in d["target_batch_s"].items()},
                        float(d["draft_token_s"]) if d.get("draft_token_s") is not None else None,
                        {int(k): float(v) for k, v in (d.get("draft_batch_s") or {}).items()},
-                       d.get("depth"), d.get("machine", ""), d.get("models", ""))
+                       d.get("depth"), d.get("machine", ""), d.get("models", ""),
+                       float(d.get("host_row_s") or 0.0), float(d.get("host_draft_token_s") or 0.0))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ValueError(f"{name} is not a cost file (target_batch_s: {{n: seconds}}, draft_token_s): {e}")
 
@@ -162,9 +171,10 @@ class _ReplayModelDrafter:
             draft.buckets.append(bucket)
             if len(draft.tokens) >= max_len or not keep_going(draft):
                 break
-        # every drafted token but the last was decoded to draft the next one
+        # every drafted token but the last was decoded to draft the next one; each one's logits were read
         decoded = max(0, len(draft.tokens) - 1)
-        draft.cost_s = self.curve.draft_batch(catch_up) + decoded * (self.curve.draft_token_s or 0.0)
+        draft.cost_s = (self.curve.draft_batch(catch_up) + decoded * (self.curve.draft_token_s or 0.0)
+                        + len(draft.tokens) * self.curve.host_draft_token_s)
         self.model.tokens = list(ctx) + draft.tokens[:decoded]
         self.spent_s += draft.cost_s
         return draft
