@@ -38,7 +38,9 @@ class ShadowLog:
             out.setdefault(category, ShadowSummary()).add(sp)
         return {c: s.row() for c, s in out.items()}
 
-    def project(self, curve: CostCurve) -> dict[str, Projected]:
+    def project(self, curve: CostCurve, fixed: int = 0) -> dict[str, Projected]:
+        if fixed:   # the bench's fixed draft-model path: the draft model alone, a controller learning nothing
+            return project(self.prompts, curve, {}, self.draft_min, self.draft_max, ("model",), fixed)
         return project(self.prompts, curve, self.acceptance, self.draft_min, self.draft_max, self.drafters)
 
 
@@ -46,11 +48,11 @@ def load_costs(paths: list[str] | None) -> list[CostCurve]:
     return [CostCurve.load(p) for p in paths or []]
 
 
-def projection_rows(log: ShadowLog, curves: list[CostCurve]) -> dict[str, dict[str, dict]]:
+def projection_rows(log: ShadowLog, curves: list[CostCurve], fixed: int = 0) -> dict[str, dict[str, dict]]:
     """category -> curve name -> its projected speedup and what was drafted and accepted."""
     out: dict[str, dict[str, dict]] = {}
     for curve in curves:
-        for category, p in log.project(curve).items():
+        for category, p in log.project(curve, fixed).items():
             out.setdefault(category, {})[curve.name] = {
                 "projected_speedup": round(p.speedup, 3), "tokens": p.tokens, "steps": p.steps,
                 "plain_s": round(p.plain_s, 4), "spec_s": round(p.spec_s, 4),
@@ -109,6 +111,26 @@ def print_projection(rows: dict[str, dict[str, dict]], curves: list[CostCurve], 
                              for k, v in r["drafted"].items())
             cells.append(f"{r['projected_speedup']:.3f}x" + (f" ({used})" if used else " (no drafts)"))
         print(f"| {labels.get(category, category)} | " + " | ".join(cells) + " |", file=out)
+
+
+def print_fixed_check(rows: dict[str, dict[str, dict]], curve: CostCurve, labels: dict[str, str],
+                      measured: dict[str, dict], k: int, out=None) -> None:
+    """The fixed draft-model path (k tokens every step): measured against projected with this machine's curve.
+    Unlike the controller's path on a CPU (which drafts little), it drafts every step, so it checks the
+    projection's arithmetic where the speedup is far from 1."""
+    out = out or sys.stdout
+    print(f"\nFixed draft-model speculation (k={k}), measured side by side against its projection with "
+          f"{curve.name}'s curve:", file=out)
+    print("| Task type | Measured | A/A | Projected | Draft tokens accepted (shadow) |", file=out)
+    print("|---|---|---|---|---|", file=out)
+    for category, per in rows.items():
+        m, r = measured.get(category, {}), per.get(curve.name, {})
+        aa = m.get("aa_noise")
+        d = r.get("drafted", {}).get("model", {})
+        print(f"| {labels.get(category, category)} | "
+              + (f"{m['model_draft_k3_speedup']:.3f}x" if "model_draft_k3_speedup" in m else "-")
+              + f" | {'-' if aa is None else f'{aa * 100:.1f}%'} | {r.get('projected_speedup', 0):.3f}x | "
+              + (f"{d['accepted']}/{d['drafted']}" if d else "-") + " |", file=out)
 
 
 def reproject(run_path: str, cost_paths: list[str] | None, json_path: str | None, labels: dict[str, str]) -> dict:

@@ -97,6 +97,13 @@ class CostCurve:
         return curve
 
     @classmethod
+    def measured_here(cls, target, draft, depth: int, name: str = "this machine") -> "CostCurve":
+        """This machine's curve measured now with the engine's own models and Python row reads, at a depth."""
+        from ..engine.costs import measure_curve
+        t, d = measure_curve(target, draft, depth)
+        return cls(name, t, d.get(1), d, depth, platform.node(), "the engine's models")
+
+    @classmethod
     def of_engine(cls, costs: CostModel, name: str = "this machine") -> "CostCurve":
         """The engine's own curve (calibrated here, kept current by the run's steps)."""
         return cls(name, {n: costs.target(n) for n in sorted(costs.batch_s)}, costs.draft_token_s,
@@ -231,8 +238,9 @@ def verdict(sp: ShadowPrompt, j: int, drafted: list[int]) -> tuple[int, bool, in
 
 def project_prompt(sp: ShadowPrompt, controller: Controller, curve: CostCurve,
                    drafters: tuple[str, ...] = ("ngram", "template", "model"),
-                   draft_model: bool = True) -> Projected:
-    """The speculative loop of `speculative.generate`, step by step, on the shadow records."""
+                   draft_model: bool = True, fixed: int = 0) -> Projected:
+    """The speculative loop of `speculative.generate`, step by step, on the shadow records; `fixed`: a fixed
+    draft of that many draft-model tokens every step (GenerationRequest.fixed_model_draft), not the controller."""
     lang = sp.language
     speculate = controller.draft_max > 0
     ngram = _ReplayNgram() if "ngram" in drafters else None
@@ -240,8 +248,9 @@ def project_prompt(sp: ShadowPrompt, controller: Controller, curve: CostCurve,
     model = _ReplayModelDrafter(curve, sp.prompt) if "model" in drafters and draft_model else None
     if not (speculate and ngram and controller.may_pay(lang, ngram.name, ngram.buckets)):
         ngram = None
-    use_model = speculate and model is not None and controller.model_can_pay()
-    req = GenerationRequest(sp.prompt, max_tokens=sp.max_tokens, language=lang)
+    fixed = fixed if model is not None else 0
+    use_model = speculate and model is not None and (fixed > 0 or controller.model_can_pay())
+    req = GenerationRequest(sp.prompt, max_tokens=sp.max_tokens, language=lang, fixed_model_draft=fixed)
     t1 = curve.cost_model().target(1)
     out = Projected(tokens=len(sp.tokens), plain_s=sp.steps * t1)
     j = 1
@@ -255,7 +264,7 @@ def project_prompt(sp: ShadowPrompt, controller: Controller, curve: CostCurve,
         if model:
             model.spent_s = 0.0
         draft, plan = (_choose_draft(controller, req, _Out(sp.tokens[:j]), sp.margins[j - 1], ngram, template,
-                                     model if use_model else None, 0, None)
+                                     model if use_model else None, fixed, None)
                        if speculate else (None, None))
         n = plan.n_verify if plan else 0
         drafted = draft.tokens[:n] if n else []
@@ -277,14 +286,16 @@ def project_prompt(sp: ShadowPrompt, controller: Controller, curve: CostCurve,
 
 def project(prompts: list[tuple[str, ShadowPrompt]], curve: CostCurve, acceptance: dict,
             draft_min: int = 0, draft_max: int = 16,
-            drafters: tuple[str, ...] = ("ngram", "template", "model")) -> dict[str, Projected]:
+            drafters: tuple[str, ...] = ("ngram", "template", "model"), fixed: int = 0) -> dict[str, Projected]:
     """Every prompt in the run's order, (category, record) each, with one controller learning as it goes from
-    the statistics the run started from; the sums per category."""
+    the statistics the run started from; the sums per category. `fixed`: the bench's fixed draft-model path
+    instead (a draft of that many tokens every step)."""
     stats = AcceptanceStats(None)
     stats.restore(acceptance)
     controller = Controller(curve.cost_model(), stats, draft_min, draft_max)
     draft_model = curve.draft_token_s is not None
     out: dict[str, Projected] = {}
     for category, sp in prompts:
-        out.setdefault(category, Projected()).add(project_prompt(sp, controller, curve, drafters, draft_model))
+        out.setdefault(category, Projected()).add(project_prompt(sp, controller, curve, drafters, draft_model,
+                                                                 fixed))
     return out

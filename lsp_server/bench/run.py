@@ -16,10 +16,10 @@ from ..prompt import PromptBudget
 from . import llama_reference
 from .chart import speedup_svg
 from .fixtures import CATEGORIES, Case, default_root, load_cases
-from .projected import ShadowLog, load_costs, print_projection, print_shadow, projection_rows
+from .projected import ShadowLog, load_costs, print_fixed_check, print_projection, print_shadow, projection_rows
 from .projection import CostCurve
 from . import shadow
-from .side_by_side import AGAIN, MODEL, PLAIN, TANDEM, SideBySide
+from .side_by_side import AGAIN, FIXED_K, MODEL, PLAIN, TANDEM, SideBySide
 
 NEAR_TIE = 0.5   # top-2 logit gap under which a divergence is a numerics near-tie, not a bug
 
@@ -242,14 +242,22 @@ def run_bench(engine: Engine, args) -> list[dict]:
     _print_table(rows, memory, with_model, time.perf_counter() - t_start, engine, bool(args.llama_speculative))
     extra = {}
     if shadows is not None:
-        # this machine's own curve first: its projection must agree with the measured column within the A/A
-        curves = [CostCurve.of_engine(engine.costs)] + curves
+        # this machine's own curve first, measured now at the run's mean prompt depth with the engine's own models
+        # (the calibrated one is kept from start-up, at another depth and another moment): its projection must
+        # agree with the measured column within the A/A
+        depth = round(sum(len(sp.prompt) for _, sp in shadows.prompts) / len(shadows.prompts))
+        log(f"measuring this machine's cost curve at depth {depth} (target and draft, n = 1..17)...")
+        curves = [CostCurve.measured_here(engine.target, engine.draft, depth)] + curves
         projected = projection_rows(shadows, curves)
         labels = {r["category"]: r["label"] for r in rows}
         print_shadow(shadows.summaries(), labels)
         print_projection(projected, curves, labels, {r["category"]: r for r in rows})
         extra = {"costs_curve": curves[0].to_json(), "cost_files": [c.to_json() for c in curves[1:]],
                  "projection": projected, "shadow_acceptance": shadows.summaries(), "shadow": shadows.to_json()}
+        if with_model:
+            fixed = projection_rows(shadows, curves[:1], FIXED_K)
+            print_fixed_check(fixed, curves[0], labels, {r["category"]: r for r in rows}, FIXED_K)
+            extra["projection_model_draft_k3"] = fixed
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "memory": memory,
                                                "costs": engine.costs.to_json() if engine.costs else None,

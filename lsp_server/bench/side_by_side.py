@@ -71,6 +71,7 @@ def side_by_side(jobs: dict[str, Job]) -> dict[str, Generation]:
 
 
 PLAIN, AGAIN, TANDEM, MODEL = "plain", "plain again", "tandem", "model"
+FIXED_K = 3   # the MODEL path's fixed draft length, like llama.cpp's default --draft
 # a path's request: (speculative, fixed model draft length) -> the request
 Requests = Callable[[bool, int], GenerationRequest]
 
@@ -106,7 +107,8 @@ class SideBySide:
         self._draft_twin = None
         if with_model:
             self._draft_twin = engine.draft.another_context()
-            self.paths[MODEL] = _Path(True, own(), (None, ModelDrafter(self._draft_twin), None), fixed=3)
+            self.paths[MODEL] = _Path(True, own(), (None, ModelDrafter(self._draft_twin), None),
+                                     fixed=FIXED_K)
         self.contexts = [engine.target] + [engine.target.another_context() for _ in range(len(self.paths) - 1)]
         self.names = list(self.paths)
 

@@ -74,8 +74,11 @@ class CostModel:
         return cls({int(k): float(v) for k, v in d["batch_s"].items()}, d.get("draft_token_s"))
 
 
-def _time_batches(m: LlamaModel, sizes, reps: int) -> dict[int, float]:
-    base = [(i * 7919) % 5000 + 200 for i in range(CALIBRATION_CONTEXT)]  # arbitrary ordinary tokens
+def _time_batches(m: LlamaModel, sizes, reps: int, depth: int = CALIBRATION_CONTEXT,
+                  every_row: bool = True) -> dict[int, float]:
+    """Seconds for a batch of n tokens after `depth` tokens, with every row's logits read (a verify batch) or
+    only the last one's (a prompt's or a draft model's catch-up)."""
+    base = [(i * 7919) % 5000 + 200 for i in range(depth)]  # arbitrary ordinary tokens
     m.reset()
     m.decode(base)
     out = {}
@@ -84,14 +87,23 @@ def _time_batches(m: LlamaModel, sizes, reps: int) -> dict[int, float]:
         for r in range(reps):
             toks = [(base[(r + i) % len(base)] + 13) for i in range(n)]
             t0 = time.perf_counter()
-            m.decode(toks, all_logits=True)
-            for i in range(n):  # the verify loop reads every row
-                m.logits(i).argmax()
+            m.decode(toks, all_logits=every_row)
+            for i in range(n if every_row else 1):  # the verify loop reads every row
+                m.logits(i if every_row else -1).argmax()
             samples.append(time.perf_counter() - t0)
             m.truncate(len(base))
         out[n] = min(samples)   # the least disturbed sample: this machine is shared
     m.reset()
     return out
+
+
+def measure_curve(target: LlamaModel, draft: LlamaModel | None, depth: int, reps: int = 3,
+                  sizes=tuple(range(1, 18))) -> tuple[dict[int, float], dict[int, float]]:
+    """T(n) of the target at a depth as calibration measures it (every row read, as verification does), and the
+    draft model's batches (only the last row read, as its catch-up does), for a bench to set beside what it
+    measured side by side."""
+    return (_time_batches(target, sizes, reps, depth),
+            _time_batches(draft, sizes[:16], reps, depth, every_row=False) if draft is not None else {})
 
 
 def calibration_key(target: LlamaModel, draft: LlamaModel | None, n_threads: int, gpu: tuple) -> str:

@@ -6,7 +6,10 @@
 // back to the depth. Timed from the decode call until the last row is read; the median of `reps` runs after
 // warm-up runs. llama.cpp's own choices stand (CUDA graphs where it uses them, flash attention as `auto`).
 //
-// usage: tandem-costs MODEL [--depth 500] [--max-n 17] [--reps 20] [--ngl 999] [--threads N]
+// With --last-row, only the last row's logits are computed and read: a draft model's catch-up after accepted
+// tokens (its T(1) is the same either way).
+//
+// usage: tandem-costs MODEL [--depth 500] [--max-n 17] [--reps 20] [--ngl 999] [--threads N] [--last-row]
 // prints one JSON object on stdout: {"model", "depth", "reps", "system", "batch_s": {"1": seconds, ...}}
 #include "llama.h"
 
@@ -50,7 +53,8 @@ static int argmax(const float * row, int n) {
 
 int main(int argc, char ** argv) {
     if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: %s MODEL [--depth 500] [--max-n 17] [--reps 20] [--ngl 999] [--threads N]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL [--depth 500] [--max-n 17] [--reps 20] [--ngl 999] [--threads N] "
+                "[--last-row]\n", argv[0]);
         return 2;
     }
     const char * path = argv[1];
@@ -59,6 +63,8 @@ int main(int argc, char ** argv) {
     const int reps = arg_int(argc, argv, "--reps", 20);
     const int ngl = arg_int(argc, argv, "--ngl", 999);
     const int threads = arg_int(argc, argv, "--threads", (int) std::max(1u, std::thread::hardware_concurrency()));
+    bool last_row = false;
+    for (int i = 2; i < argc; i++) if (!strcmp(argv[i], "--last-row")) last_row = true;
     if (depth < 1 || max_n < 1 || reps < 1) {
         fprintf(stderr, "--depth, --max-n and --reps must be at least 1\n");
         return 2;
@@ -99,8 +105,8 @@ int main(int argc, char ** argv) {
     }
     llama_synchronize(ctx);
 
-    printf("{\"model\": \"%s\", \"depth\": %d, \"reps\": %d, \"threads\": %d, \"system\": \"%s\", \"batch_s\": {",
-           path, depth, reps, threads, llama_print_system_info());
+    printf("{\"model\": \"%s\", \"depth\": %d, \"reps\": %d, \"threads\": %d, \"rows\": \"%s\", \"system\": \"%s\", "
+           "\"batch_s\": {", path, depth, reps, threads, last_row ? "last" : "every", llama_print_system_info());
     for (int n = 1; n <= max_n; n++) {
         std::vector<llama_token> toks(n);
         std::vector<double> samples;
@@ -108,13 +114,14 @@ int main(int argc, char ** argv) {
         for (int r = 0; r < warm + reps; r++) {
             for (auto & t : toks) t = pick(rng);
             auto t0 = std::chrono::steady_clock::now();
-            if (!decode(ctx, toks, depth, true)) {
+            if (!decode(ctx, toks, depth, !last_row)) {
                 fprintf(stderr, "decoding a batch of %d failed\n", n);
                 return 1;
             }
             llama_synchronize(ctx);
             volatile int sink = 0;
-            for (int i = 0; i < n; i++) sink += argmax(llama_get_logits_ith(ctx, i), n_vocab);
+            if (last_row) sink += argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+            else for (int i = 0; i < n; i++) sink += argmax(llama_get_logits_ith(ctx, i), n_vocab);
             auto t1 = std::chrono::steady_clock::now();
             llama_memory_seq_rm(mem, 0, depth, -1);
             if (r >= warm) samples.push_back(std::chrono::duration<double>(t1 - t0).count());

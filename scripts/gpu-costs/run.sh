@@ -36,7 +36,7 @@ grep -v "tensors$" "$WORK/write.log" >&2 || true
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || true)
 [ -n "$gpu" ] || gpu="$(uname -n), CPU only"
 
-"$tool" "$WORK/draft-0.5b.gguf" --depth "$DEPTH" --max-n 16 --reps "$REPS" > "$WORK/draft.json" 2> "$WORK/measure.log"
+"$tool" "$WORK/draft-0.5b.gguf" --depth "$DEPTH" --max-n 16 --reps "$REPS" --last-row > "$WORK/draft.json" 2> "$WORK/measure.log"
 say "draft measured: $(cut -c1-200 "$WORK/draft.json" | grep -o '"batch_s": {[^,]*')"
 for s in $SIZES; do
   "$tool" "$WORK/target-$s.gguf" --depth "$DEPTH" --max-n 17 --reps "$REPS" > "$WORK/target-$s.json" 2>> "$WORK/measure.log"
