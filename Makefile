@@ -8,7 +8,7 @@ DEMO_FILE ?= fixtures/demo/orders.py
 DEMO_LINE ?= 40
 DEMO_COL  ?= 1
 
-.PHONY: demo test check models install bench replay clean-venv llama-server vsix tool
+.PHONY: demo test check models install bench replay clean-venv llama-server vsix tool gpu-costs-pack
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,10 @@ vsix:
 
 bench: models
 	$(VENV)/bin/tandem bench --json bench.json --chart bench.svg
+
+# what scripts/gpu-costs/run.sh needs on a GPU machine that reaches nothing: .gpu-costs/ (about 24 MB; README there)
+gpu-costs-pack: models
+	PYTHON=$(PY) bash scripts/gpu-costs/pack.sh
 
 replay: models
 	$(VENV)/bin/tandem replay --json replay.json

@@ -1,7 +1,6 @@
 """The GPU cost curve's tools, checked on this CPU (scripts/gpu-costs): the random-weight GGUF writer's shapes
 match the real files' tensor lists, the trimmed llama.cpp sources build, and the random-weight files load,
 generate and are measured by the cost tool."""
-import json
 import os
 import subprocess
 import sys
@@ -34,6 +33,7 @@ def trimmed(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def real_paths(engine):
+    """The default models' files (the engine fixture makes sure they are here and whole)."""
     return engine.target.path, engine.draft.path
 
 
@@ -63,35 +63,32 @@ def test_writer_shapes_match_the_real_files(trimmed, real_paths, tmp_path):
     assert size == Path(real_paths[1]).stat().st_size
 
 
-def test_trimmed_sources_build_and_measure_a_random_model(trimmed, real_paths, tmp_path):
-    env = dict(os.environ, GPU_COSTS_CUDA="0")    # this machine has no GPU: the CPU backend
-    tool = subprocess.run(["bash", str(SCRIPTS / "build.sh"), str(trimmed), str(tmp_path / "build")], env=env,
-                          check=True, capture_output=True, text=True, timeout=1800).stdout.strip()
-    model = tmp_path / "draft-random.gguf"
-    rg.write(rg.read_spec(real_paths[1]), str(model))
-    r = subprocess.run([tool, str(model), "--depth", "32", "--max-n", "3", "--reps", "2", "--threads", "2"],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    costs = json.loads(r.stdout)
-    assert sorted(costs["batch_s"]) == ["1", "2", "3"] and all(v > 0 for v in costs["batch_s"].values())
-    # a cost file from it, as run.sh makes one on a GPU, loads as a projection's curve
-    target_json, out = tmp_path / "t.json", tmp_path / "costs.json"
-    target_json.write_text(r.stdout)
-    subprocess.run([sys.executable, str(SCRIPTS / "cost_file.py"), str(target_json), str(target_json), str(out),
-                    "--name", "cpu-check"], check=True, timeout=120)
+def test_run_script_end_to_end_on_this_cpu(real_paths, tmp_path):
+    """What the GPU machine runs, here on the CPU backend: pack (trimmed sources, specs), build, random-weight
+    files, measurements, a cost file that the projection loads; then the random draft loads and generates."""
+    pack, out, work = tmp_path / "pack", tmp_path / "out", tmp_path / "work"
+    env = dict(os.environ, PYTHON=sys.executable)
+    subprocess.run(["bash", str(SCRIPTS / "pack.sh"), str(pack)], env=env, check=True, timeout=900)
+    env.update(GPU_COSTS_CUDA="0", SIZES="1.5b", REPS="2", DEPTH="48", WORK=str(work))
+    r = subprocess.run(["bash", str(SCRIPTS / "run.sh"), str(pack), str(out)], env=env, capture_output=True,
+                       text=True, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
     from lsp_server.bench.projection import CostCurve
-    curve = CostCurve.load(str(out))
-    assert curve.target_s[1] == costs["batch_s"]["1"] and curve.host_row_s > 0
-    # the random-weight file loads in the engine's own bindings and generates
+    curve = CostCurve.load(str(out / "costs-qwen2.5-coder-1.5b.json"))
+    assert sorted(curve.target_s) == list(range(1, 18)) and all(v > 0 for v in curve.target_s.values())
+    assert sorted(curve.draft_batch_s) == list(range(1, 17)) and curve.draft_token_s == curve.draft_batch_s[1]
+    assert curve.depth == 48 and curve.host_row_s > 0 and "CPU only" in curve.machine
+    assert not (work / "target-1.5b.gguf").exists()      # each target's file goes once it is measured
+    # the random-weight draft loads in the engine's own bindings and generates
     from lsp_server.engine.llama import LlamaModel, top2
-    m = LlamaModel(str(model), n_ctx=256, n_threads=2)
+    m = LlamaModel(str(work / "draft-0.5b.gguf"), n_ctx=256, n_threads=2)
     try:
         m.prefill(m.tokenize("def add(a, b):\n"))
-        out_tokens = []
+        tokens = []
         for _ in range(4):
             tok, _ = top2(m.logits(-1))
-            out_tokens.append(tok)
+            tokens.append(tok)
             m.decode([tok])
-        assert len(out_tokens) == 4 and all(0 <= t < m.n_vocab for t in out_tokens)
+        assert len(tokens) == 4 and all(0 <= t < m.n_vocab for t in tokens)
     finally:
         m.close()

@@ -158,3 +158,13 @@ def test_bench_refuses_bad_cost_files_before_loading_models(tmp_path):
     r = subprocess.run(tandem_cmd() + ["bench", "--shadow-from", str(plain), "--costs", str(plain)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "holds no shadow acceptance" in r.stderr
+
+
+def test_fixed_model_draft_path():
+    # the bench's fixed k=3 path: every step drafts 3 model tokens (a catch-up batch, 2 decodes) and verifies 4
+    sp = record(drafter="model", bucket="p90")
+    curve = CostCurve("c", {n: 1.0 for n in range(1, 18)}, draft_token_s=0.1, draft_batch_s={1: 0.1, 16: 0.1})
+    p = project_prompt(sp, controller(curve, {}), curve, ("model",), fixed=3)
+    assert p.steps == 5 and p.drafted == {"model": [15, 15]}
+    assert p.spec_s == pytest.approx(5 * (1.0 + 0.1 + 2 * 0.1))
+    assert p.speedup == pytest.approx(20 / 6.5)

@@ -113,24 +113,26 @@ def print_projection(rows: dict[str, dict[str, dict]], curves: list[CostCurve], 
         print(f"| {labels.get(category, category)} | " + " | ".join(cells) + " |", file=out)
 
 
-def print_fixed_check(rows: dict[str, dict[str, dict]], curve: CostCurve, labels: dict[str, str],
+def print_fixed_check(rows: dict[str, dict[str, dict]], curves: list[CostCurve], labels: dict[str, str],
                       measured: dict[str, dict], k: int, out=None) -> None:
-    """The fixed draft-model path (k tokens every step): measured against projected with this machine's curve.
+    """The fixed draft-model path (k tokens every step): measured against projected with this machine's curves.
     Unlike the controller's path on a CPU (which drafts little), it drafts every step, so it checks the
     projection's arithmetic where the speedup is far from 1."""
     out = out or sys.stdout
-    print(f"\nFixed draft-model speculation (k={k}), measured side by side against its projection with "
-          f"{curve.name}'s curve:", file=out)
-    print("| Task type | Measured | A/A | Projected | Draft tokens accepted (shadow) |", file=out)
-    print("|---|---|---|---|---|", file=out)
+    print(f"\nFixed draft-model speculation (k={k}), measured side by side against its projection:", file=out)
+    head = ("| Task type | Measured | A/A | " + " | ".join(f"Projected ({c.name})" for c in curves)
+            + " | Draft tokens accepted (shadow) |")
+    print(head, file=out)
+    print("|" + "---|" * (head.count("|") - 1), file=out)
     for category, per in rows.items():
-        m, r = measured.get(category, {}), per.get(curve.name, {})
+        m = measured.get(category, {})
         aa = m.get("aa_noise")
-        d = r.get("drafted", {}).get("model", {})
+        d = next((r.get("drafted", {}).get("model") for r in per.values()), None)
         print(f"| {labels.get(category, category)} | "
               + (f"{m['model_draft_k3_speedup']:.3f}x" if "model_draft_k3_speedup" in m else "-")
-              + f" | {'-' if aa is None else f'{aa * 100:.1f}%'} | {r.get('projected_speedup', 0):.3f}x | "
-              + (f"{d['accepted']}/{d['drafted']}" if d else "-") + " |", file=out)
+              + f" | {'-' if aa is None else f'{aa * 100:.1f}%'} | "
+              + " | ".join(f"{per[c.name]['projected_speedup']:.3f}x" if c.name in per else "-" for c in curves)
+              + " | " + (f"{d['accepted']}/{d['drafted']}" if d else "-") + " |", file=out)
 
 
 def reproject(run_path: str, cost_paths: list[str] | None, json_path: str | None, labels: dict[str, str]) -> dict:

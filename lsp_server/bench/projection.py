@@ -96,6 +96,32 @@ class CostCurve:
         curve.name = Path(path).name
         return curve
 
+    def scaled_to(self, name: str, verify_means: dict[int, float], draft_scale: float = 1.0) -> "CostCurve":
+        """This curve's shape at the level a run met: each batch size the run verified takes the run's own mean
+        (the sizes between two it met, the ratio interpolated; beyond, the nearest one's), the draft model's costs
+        times `draft_scale`. A curve measured apart, on a quiet moment, is not what a loaded host, taking turns
+        between contexts, charged the run."""
+        base = self.cost_model()
+        ratios = {n: t / base.target(n) for n, t in sorted(verify_means.items()) if t > 0}
+        if not ratios:
+            return self
+
+        def ratio(n: int) -> float:
+            sizes = sorted(ratios)
+            if n <= sizes[0]:
+                return ratios[sizes[0]]
+            if n >= sizes[-1]:
+                return ratios[sizes[-1]]
+            lo = max(k for k in sizes if k <= n)
+            hi = min(k for k in sizes if k >= n)
+            w = 0.0 if hi == lo else (n - lo) / (hi - lo)
+            return ratios[lo] * (1 - w) + ratios[hi] * w
+
+        draft = None if self.draft_token_s is None else (self.draft_token_s + self.host_draft_token_s) * draft_scale
+        return CostCurve(name, {n: base.target(n) * ratio(n) for n in self.target_s}, draft,
+                         {n: t * draft_scale for n, t in self.draft_batch_s.items()}, self.depth, self.machine,
+                         self.models)
+
     @classmethod
     def measured_here(cls, target, draft, depth: int, name: str = "this machine") -> "CostCurve":
         """This machine's curve measured now with the engine's own models and Python row reads, at a depth."""
@@ -200,8 +226,12 @@ class Projected:
     spec_s: float = 0.0
     steps: int = 0
     drafted: dict[str, list[int]] = field(default_factory=dict)   # drafter -> [drafted, accepted]
+    model_draft_s: float = 0.0    # what the verified draft-model proposals cost, and how many there were
+    model_proposals: int = 0
 
     def add(self, other: "Projected") -> None:
+        self.model_draft_s += other.model_draft_s
+        self.model_proposals += other.model_proposals
         self.tokens += other.tokens
         self.plain_s += other.plain_s
         self.spec_s += other.spec_s
@@ -278,6 +308,9 @@ def project_prompt(sp: ShadowPrompt, controller: Controller, curve: CostCurve,
             c = out.drafted.setdefault(draft.drafter, [0, 0])
             c[0] += n
             c[1] += accepted
+            if draft.drafter == "model":
+                out.model_draft_s += draft.cost_s
+                out.model_proposals += 1
         out.spec_s += step_s
         out.steps += 1
         j += accepted + 1

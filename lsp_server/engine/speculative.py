@@ -82,6 +82,10 @@ class Generation:
     near_ties: int = 0            # verify rows decided again by one-token decoding
     prompt_restored: int = 0      # of the reused prompt tokens, those whose state came back from the KV store
     prompt_computed: int = 0      # prompt tokens actually evaluated (a cancelled prefill stops part way)
+    # the costs this generation met: verify batch size -> each verify's seconds, and each verified draft-model
+    # proposal's seconds (the bench sets them beside a cost curve measured apart)
+    verify_s: dict[int, list[float]] = field(default_factory=dict)
+    model_draft_s: list[float] = field(default_factory=list)
 
     @property
     def tok_s(self) -> float:
@@ -188,6 +192,8 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
     tok, last_gap = top2(target.logits(-1))
     margin = last_gap if record else None
     steps, near_ties, reason = 0, 0, None
+    verify_s: dict[int, list[float]] = {}
+    model_draft_s: list[float] = []
     trace = log.isEnabledFor(logging.DEBUG)
     paused = 0.0
     while True:
@@ -211,6 +217,9 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
 
         v = _verify(target, [tok] + drafted)
         controller.costs.observe_target(n + 1, v.seconds)
+        verify_s.setdefault(n + 1, []).append(v.seconds)
+        if n and draft.drafter == "model":
+            model_draft_s.append(draft.cost_s)
         if speculate:
             controller.observe_step(v.seconds, plan, v.accepted, draft.cost_s if n else 0.0)
         near_ties += v.near_tie
@@ -249,7 +258,7 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
     return Generation(text=out.text, tokens=out.tokens, stop_reason=reason, prompt_tokens=len(req.tokens),
                       prompt_reused=reused, prompt_s=t_gen - t0, gen_s=t_end - t_gen - paused, steps=steps,
                       drafters=counts, margins=out.margins, near_ties=near_ties, prompt_restored=restored,
-                      prompt_computed=computed)
+                      prompt_computed=computed, verify_s=verify_s, model_draft_s=model_draft_s)
 
 
 def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, last_gap: float,

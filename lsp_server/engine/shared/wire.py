@@ -10,7 +10,7 @@ from ..speculative import DrafterCount, Generation, GenerationRequest, StopReaso
 
 # the request's plain fields (its callbacks travel as flags: the host sends events back instead)
 REQUEST_FIELDS = tuple(f.name for f in fields(GenerationRequest)
-                       if f.name not in ("on_text", "on_prompt", "goes_on", "between_steps"))
+                       if f.name not in ("on_text", "on_prompt", "goes_on", "between_steps", "on_step"))
 
 
 def dumps(msg: dict) -> bytes:
@@ -47,4 +47,5 @@ def generation_from_dict(d: dict) -> Generation:
     d = dict(d)
     d["stop_reason"] = StopReason(d["stop_reason"])
     d["drafters"] = {k: DrafterCount(**v) for k, v in d.get("drafters", {}).items()}
+    d["verify_s"] = {int(k): v for k, v in d.get("verify_s", {}).items()}   # JSON keys are strings
     return Generation(**d)
