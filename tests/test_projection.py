@@ -1,4 +1,5 @@
 """The projection's arithmetic on made-up curves and made-up shadow records (no models)."""
+import gzip
 import json
 import subprocess
 
@@ -139,6 +140,10 @@ def test_shadow_json_round_trip_and_reprojection(tmp_path, capsys):
     assert report["projection"] == projection_rows(log, [flat(0.05), CostCurve.load(str(costs))])
     printed = capsys.readouterr().out
     assert "Projected (gpu.json)" in printed and "10.000x" in printed and "1.000x" in printed
+    # a run kept gzipped (docs/results/bench-shadow.json.gz) projects the same
+    packed = tmp_path / "run.json.gz"
+    packed.write_bytes(gzip.compress(run.read_bytes()))
+    assert reproject(str(packed), [str(costs)], None, {})["projection"] == report["projection"]
 
 
 def test_shadow_summary():

@@ -2,12 +2,14 @@
 speedup each cost curve projects from it, printed beside what the run measured."""
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
 
 from .projection import CostCurve, Projected, project
 from .shadow import ShadowPrompt, ShadowSummary
+from .side_by_side import FIXED_K, MODEL
 
 DRAFTER_LABELS = {"ngram": "n-gram", "template": "template", "model": "draft model"}
 
@@ -90,7 +92,7 @@ def print_projection(rows: dict[str, dict[str, dict]], curves: list[CostCurve], 
         where = ", ".join(x for x in (c.machine, c.models, f"depth {c.depth}" if c.depth else "") if x)
         print(f"  {c.name}: T(1) {c.target_s[1] * 1e3:.2f} ms"
               + (f", T(16) {c.cost_model().target(16) * 1e3:.2f} ms" if c.target_s else "")
-              + (f", draft token {c.draft_token_s * 1e3:.2f} ms" if c.draft_token_s else ", no draft model")
+              + (f", draft token {c.draft_token_s * 1e3:.2f} ms" if c.draft_token_s is not None else ", no draft model")
               + (f" ({where})" if where else ""), file=out)
     head = ("| Task type | " + ("Measured speedup | A/A | " if measured else "")
             + " | ".join(f"Projected ({c.name})" for c in curves) + " |")
@@ -136,9 +138,11 @@ def print_fixed_check(rows: dict[str, dict[str, dict]], curves: list[CostCurve],
 
 
 def reproject(run_path: str, cost_paths: list[str] | None, json_path: str | None, labels: dict[str, str]) -> dict:
-    """`--shadow-from RUN`: the projection from a saved run's shadow records, with no model loaded."""
+    """`--shadow-from RUN`: the projection from a saved run's shadow records (its JSON, or that gzipped), with no
+    model loaded."""
     try:
-        data = json.loads(Path(run_path).read_text())
+        raw = Path(run_path).read_bytes()
+        data = json.loads(gzip.decompress(raw) if run_path.endswith(".gz") else raw)
     except OSError as e:
         raise ValueError(f"cannot read {run_path}: {e.strerror or e}")
     except ValueError as e:
@@ -147,7 +151,14 @@ def reproject(run_path: str, cost_paths: list[str] | None, json_path: str | None
         raise ValueError(f"{run_path} holds no shadow acceptance: run `tandem bench --shadow --json {run_path}` "
                          f"first")
     log = ShadowLog.from_json(data["shadow"])
-    curves = ([CostCurve.from_json(data["costs_curve"], "this machine")] if data.get("costs_curve") else [])
+    # the run's own controller's curve (its calibration at the end of the run), then the one measured after it
+    curves = []
+    if data.get("costs"):
+        c = data["costs"]
+        curves.append(CostCurve("the run's controller", {int(k): v for k, v in c["batch_s"].items()},
+                                c.get("draft_token_s")))
+    if data.get("costs_curve"):
+        curves.append(CostCurve.from_json(data["costs_curve"], "this machine"))
     curves += load_costs(cost_paths)
     if not curves:
         raise ValueError("nothing to project with: give --costs FILE")
@@ -161,3 +172,68 @@ def reproject(run_path: str, cost_paths: list[str] | None, json_path: str | None
         Path(json_path).write_text(json.dumps(report, indent=1))
         print(f"wrote {json_path}", file=sys.stderr)
     return report
+
+
+def in_run_costs(results: dict) -> dict[str, dict]:
+    """What each path's steps cost in the run: batch size -> (seconds, verifies), and the mean draft-model
+    proposal that was verified."""
+    out: dict[str, dict] = {}
+    for r in results.values():
+        for path, prompts in r.passes.items():
+            p = out.setdefault(path, {"verify": {}, "drafts": [0.0, 0]})
+            for gens in prompts:
+                for g in gens:
+                    for n, secs in g.verify_s.items():
+                        t, c = p["verify"].get(n, (0.0, 0))
+                        p["verify"][n] = (t + sum(secs), c + len(secs))
+                    p["drafts"][0] += sum(g.model_draft_s)
+                    p["drafts"][1] += len(g.model_draft_s)
+    for p in out.values():
+        total, count = p.pop("drafts")
+        p["model_draft_s"] = total / count if count else None
+    return out
+
+
+def shadow_report(engine, shadows: ShadowLog, results: dict, rows: list[dict], cost_files: list[CostCurve],
+                  with_model: bool, log) -> dict:
+    """After a `--shadow` run: this machine's curve measured now (at the run's mean prompt depth, with the engine's
+    own models), the projections beside the measured rows, and what goes into the run's JSON."""
+    depth = round(sum(len(sp.prompt) for _, sp in shadows.prompts) / len(shadows.prompts))
+    log(f"measuring this machine's cost curve at depth {depth} (target and draft, n = 1..17)...")
+    apart = CostCurve.measured_here(engine.target, engine.draft, depth, "this machine, after the run")
+    # the fixed k=3 path meets only T(1), T(4) and draft-model proposals, all of which the run's own steps measured
+    # (a loaded host, contexts taking turns): projected with those costs it checks the shadow acceptance and the
+    # step arithmetic at the costs the run met. The controller's path plans on the whole curve, whose other sizes
+    # no step of the run met: it is projected with the curve measured apart.
+    steps = in_run_costs(results)
+    draft_scale = 1.0
+    if with_model and steps.get(MODEL, {}).get("model_draft_s"):
+        replayed = list(shadows.project(apart, FIXED_K).values())
+        replayed_s = sum(p.model_draft_s for p in replayed) / max(1, sum(p.model_proposals for p in replayed))
+        draft_scale = steps[MODEL]["model_draft_s"] / replayed_s if replayed_s else 1.0
+    verify: dict[int, tuple[float, int]] = {}
+    for path in steps.values():
+        for n, (total, count) in path["verify"].items():
+            t, c = verify.get(n, (0.0, 0))
+            verify[n] = (t + total, c + count)
+    in_run = apart.scaled_to("this run's steps", {n: t / c for n, (t, c) in verify.items()}, draft_scale)
+    # first the curve the run's own controller planned with (its calibration, kept current by the steps): the
+    # projection with it must make the run's decisions and agree with the measured column within the A/A
+    curves = [CostCurve.of_engine(engine.costs, "the run's controller"), apart] + cost_files
+    projected = projection_rows(shadows, curves)
+    labels = {r["category"]: r["label"] for r in rows}
+    measured = {r["category"]: r for r in rows}
+    print_shadow(shadows.summaries(), labels)
+    print_projection(projected, curves, labels, measured)
+    extra = {"costs_curve": apart.to_json(), "costs_curve_in_run": in_run.to_json(),
+             "costs_curve_controller": curves[0].to_json(),
+             "cost_files": [c.to_json() for c in cost_files],
+             "in_run_costs": {k: {"verify_s": {n: round(t / c, 5) for n, (t, c) in v["verify"].items()},
+                                  "verifies": {n: c for n, (t, c) in v["verify"].items()},
+                                  "model_draft_s": v.get("model_draft_s")} for k, v in steps.items()},
+             "projection": projected, "shadow_acceptance": shadows.summaries(), "shadow": shadows.to_json()}
+    if with_model:
+        fixed = projection_rows(shadows, [apart, in_run], FIXED_K)
+        print_fixed_check(fixed, [apart, in_run], labels, measured, FIXED_K)
+        extra["projection_model_draft_k3"] = fixed
+    return extra

@@ -16,10 +16,9 @@ from ..prompt import PromptBudget
 from . import llama_reference
 from .chart import speedup_svg
 from .fixtures import CATEGORIES, Case, default_root, load_cases
-from .projected import ShadowLog, load_costs, print_fixed_check, print_projection, print_shadow, projection_rows
-from .projection import CostCurve
+from .projected import ShadowLog, load_costs, shadow_report
 from . import shadow
-from .side_by_side import AGAIN, FIXED_K, MODEL, PLAIN, TANDEM, SideBySide
+from .side_by_side import AGAIN, MODEL, PLAIN, TANDEM, SideBySide
 
 NEAR_TIE = 0.5   # top-2 logit gap under which a divergence is a numerics near-tie, not a bug
 
@@ -240,45 +239,7 @@ def run_bench(engine: Engine, args) -> list[dict]:
         memory = measure(engine.target.path, engine.draft.path if engine.draft else None, engine.cfg.n_ctx)
 
     _print_table(rows, memory, with_model, time.perf_counter() - t_start, engine, bool(args.llama_speculative))
-    extra = {}
-    if shadows is not None:
-        # this machine's own curve first, measured now at the run's mean prompt depth with the engine's own models
-        # (the calibrated one is kept from start-up, at another depth and another moment): its projection must
-        # agree with the measured column within the A/A
-        depth = round(sum(len(sp.prompt) for _, sp in shadows.prompts) / len(shadows.prompts))
-        log(f"measuring this machine's cost curve at depth {depth} (target and draft, n = 1..17)...")
-        apart = CostCurve.measured_here(engine.target, engine.draft, depth, "this machine, after the run")
-        # the fixed k=3 path meets only T(1), T(4) and draft-model proposals, all of which the run's own steps
-        # measured (a loaded host, contexts taking turns): its projection with those costs checks the shadow
-        # acceptance and the step arithmetic with the costs the run met. (The controller's path plans on the
-        # whole curve, whose other sizes the run did not meet: it is projected with the curve measured apart.)
-        steps = in_run_costs(results)
-        draft_scale = 1.0
-        if with_model and steps.get(MODEL, {}).get("model_draft_s"):
-            replayed = [p for p in shadows.project(apart, FIXED_K).values()]
-            replayed_s = sum(p.model_draft_s for p in replayed) / max(1, sum(p.model_proposals for p in replayed))
-            draft_scale = steps[MODEL]["model_draft_s"] / replayed_s if replayed_s else 1.0
-        verify = {}
-        for path in steps.values():
-            for n, (total, count) in path["verify"].items():
-                t, c = verify.get(n, (0.0, 0))
-                verify[n] = (t + total, c + count)
-        in_run = apart.scaled_to("this run's steps", {n: t / c for n, (t, c) in verify.items()}, draft_scale)
-        curves = [apart] + curves
-        projected = projection_rows(shadows, curves)
-        labels = {r["category"]: r["label"] for r in rows}
-        print_shadow(shadows.summaries(), labels)
-        print_projection(projected, curves, labels, {r["category"]: r for r in rows})
-        extra = {"costs_curve": apart.to_json(), "costs_curve_in_run": in_run.to_json(),
-                 "cost_files": [c.to_json() for c in curves[1:]],
-                 "in_run_costs": {k: {"verify_s": {n: round(t / c, 5) for n, (t, c) in v["verify"].items()},
-                                      "verifies": {n: c for n, (t, c) in v["verify"].items()},
-                                      "model_draft_s": v.get("model_draft_s")} for k, v in steps.items()},
-                 "projection": projected, "shadow_acceptance": shadows.summaries(), "shadow": shadows.to_json()}
-        if with_model:
-            fixed = projection_rows(shadows, [apart, in_run], FIXED_K)
-            print_fixed_check(fixed, [apart, in_run], labels, {r["category"]: r for r in rows}, FIXED_K)
-            extra["projection_model_draft_k3"] = fixed
+    extra = shadow_report(engine, shadows, results, rows, curves, with_model, log) if shadows is not None else {}
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "memory": memory,
                                                "costs": engine.costs.to_json() if engine.costs else None,
@@ -288,26 +249,6 @@ def run_bench(engine: Engine, args) -> list[dict]:
         Path(args.chart).write_text(speedup_svg(rows, "Tandem speedup over plain greedy decoding (same run)"))
         log(f"wrote {args.chart}")
     return rows
-
-
-def in_run_costs(results: dict[str, CategoryResult]) -> dict[str, dict]:
-    """What each path's steps cost in the run: batch size -> (seconds, verifies), and the mean draft-model
-    proposal that was verified."""
-    out: dict[str, dict] = {}
-    for r in results.values():
-        for path, prompts in r.passes.items():
-            p = out.setdefault(path, {"verify": {}, "drafts": [0.0, 0]})
-            for gens in prompts:
-                for g in gens:
-                    for n, secs in g.verify_s.items():
-                        t, c = p["verify"].get(n, (0.0, 0))
-                        p["verify"][n] = (t + sum(secs), c + len(secs))
-                    p["drafts"][0] += sum(g.model_draft_s)
-                    p["drafts"][1] += len(g.model_draft_s)
-    for p in out.values():
-        total, count = p.pop("drafts")
-        p["model_draft_s"] = total / count if count else None
-    return out
 
 
 def _pct(x: float | None) -> str:
