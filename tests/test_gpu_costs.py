@@ -37,6 +37,7 @@ def real_paths(engine):
     return engine.target.path, engine.draft.path
 
 
+@pytest.mark.models   # the sources come with the models' tier (make test): make check fetches nothing
 def test_trimmed_sources_fit_a_device_call(trimmed):
     size = sum(f.stat().st_size for f in trimmed.rglob("*") if f.is_file())
     assert size < 40 * 2**20, size    # 64 MiB travel in all, the specs (about 3 MB) among them
