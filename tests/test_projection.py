@@ -173,3 +173,13 @@ def test_fixed_model_draft_path():
     assert p.steps == 5 and p.drafted == {"model": [15, 15]}
     assert p.spec_s == pytest.approx(5 * (1.0 + 0.1 + 2 * 0.1))
     assert p.speedup == pytest.approx(20 / 6.5)
+
+
+def test_tandem_own_work_per_step_is_charged():
+    # where nothing is drafted, Tandem's planning per step is what it costs over plain decoding
+    cpu = CostCurve("cpu", {n: 0.05 * n for n in range(1, 18)}, step_s=0.005)
+    p = project_prompt(record(), controller(cpu, trusting()), cpu, ("template",))
+    assert p.drafted == {} and p.speedup == pytest.approx(0.05 / 0.055)
+    from lsp_server.bench.projected import planning_s
+    assert planning_s({"tandem": {"loop_s": 0.0012}, "plain": {"loop_s": 0.0010}}) == pytest.approx(0.0002)
+    assert planning_s({"plain": {"loop_s": 0.001}}) == 0.0

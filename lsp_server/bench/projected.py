@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .projection import CostCurve, Projected, project
 from .shadow import ShadowPrompt, ShadowSummary
-from .side_by_side import FIXED_K, MODEL
+from .side_by_side import FIXED_K, MODEL, PLAIN, TANDEM
 
 DRAFTER_LABELS = {"ngram": "n-gram", "template": "template", "model": "draft model"}
 
@@ -159,6 +159,8 @@ def reproject(run_path: str, cost_paths: list[str] | None, json_path: str | None
                                 c.get("draft_token_s")))
     if data.get("costs_curve"):
         curves.append(CostCurve.from_json(data["costs_curve"], "this machine"))
+    for c in curves:   # the run's own per-step work (runs before it kept no such figure: 0)
+        c.step_s = c.step_s or planning_s(data.get("in_run_costs") or {})
     curves += load_costs(cost_paths)
     if not curves:
         raise ValueError("nothing to project with: give --costs FILE")
@@ -175,12 +177,12 @@ def reproject(run_path: str, cost_paths: list[str] | None, json_path: str | None
 
 
 def in_run_costs(results: dict) -> dict[str, dict]:
-    """What each path's steps cost in the run: batch size -> (seconds, verifies), and the mean draft-model
-    proposal that was verified."""
+    """What each path's steps cost in the run: batch size -> (seconds, verifies), the mean draft-model proposal
+    that was verified, and the loop's own seconds per step beyond those (emitting, planning, lookups)."""
     out: dict[str, dict] = {}
     for r in results.values():
         for path, prompts in r.passes.items():
-            p = out.setdefault(path, {"verify": {}, "drafts": [0.0, 0]})
+            p = out.setdefault(path, {"verify": {}, "drafts": [0.0, 0], "loop": [0.0, 0]})
             for gens in prompts:
                 for g in gens:
                     for n, secs in g.verify_s.items():
@@ -188,10 +190,20 @@ def in_run_costs(results: dict) -> dict[str, dict]:
                         p["verify"][n] = (t + sum(secs), c + len(secs))
                     p["drafts"][0] += sum(g.model_draft_s)
                     p["drafts"][1] += len(g.model_draft_s)
+                    p["loop"][0] += g.gen_s - sum(map(sum, g.verify_s.values())) - sum(g.model_draft_s)
+                    p["loop"][1] += g.steps
     for p in out.values():
         total, count = p.pop("drafts")
         p["model_draft_s"] = total / count if count else None
+        total, count = p.pop("loop")
+        p["loop_s"] = total / count if count else None
     return out
+
+
+def planning_s(steps: dict) -> float:
+    """Tandem's own work per step beyond plain decoding's, as the run measured it (0 where unknown)."""
+    tandem, plain = (steps.get(k, {}).get("loop_s") for k in (TANDEM, PLAIN))
+    return max(0.0, tandem - plain) if tandem is not None and plain is not None else 0.0
 
 
 def shadow_report(engine, shadows: ShadowLog, results: dict, rows: list[dict], cost_files: list[CostCurve],
@@ -219,7 +231,10 @@ def shadow_report(engine, shadows: ShadowLog, results: dict, rows: list[dict], c
     in_run = apart.scaled_to("this run's steps", {n: t / c for n, (t, c) in verify.items()}, draft_scale)
     # first the curve the run's own controller planned with (its calibration, kept current by the steps): the
     # projection with it must make the run's decisions and agree with the measured column within the A/A
+    # Tandem's own work per step (planning, the drafters' checks), measured in the run, is this machine's too
+    apart.step_s = planning_s(steps)
     curves = [CostCurve.of_engine(engine.costs, "the run's controller"), apart] + cost_files
+    curves[0].step_s = apart.step_s
     projected = projection_rows(shadows, curves)
     labels = {r["category"]: r["label"] for r in rows}
     measured = {r["category"]: r for r in rows}
@@ -230,7 +245,8 @@ def shadow_report(engine, shadows: ShadowLog, results: dict, rows: list[dict], c
              "cost_files": [c.to_json() for c in cost_files],
              "in_run_costs": {k: {"verify_s": {n: round(t / c, 5) for n, (t, c) in v["verify"].items()},
                                   "verifies": {n: c for n, (t, c) in v["verify"].items()},
-                                  "model_draft_s": v.get("model_draft_s")} for k, v in steps.items()},
+                                  "model_draft_s": v.get("model_draft_s"), "loop_s": v.get("loop_s")}
+                              for k, v in steps.items()},
              "projection": projected, "shadow_acceptance": shadows.summaries(), "shadow": shadows.to_json()}
     if with_model:
         fixed = projection_rows(shadows, [apart, in_run], FIXED_K)

@@ -39,6 +39,9 @@ class CostCurve:
     # them in Python, so its curve has these at 0)
     host_row_s: float = 0.0
     host_draft_token_s: float = 0.0
+    # Tandem's own work per step of its loop beyond plain decoding's (planning, the drafters' checks): measured
+    # in a bench run (projected.planning_s); a cost file from the cost tool has none
+    step_s: float = 0.0
 
     def __post_init__(self):
         if not self.target_s or 1 not in self.target_s:
@@ -69,7 +72,7 @@ class CostCurve:
                 "target_batch_s": {str(k): v for k, v in sorted(self.target_s.items())},
                 "draft_token_s": self.draft_token_s,
                 "draft_batch_s": {str(k): v for k, v in sorted(self.draft_batch_s.items())},
-                "host_row_s": self.host_row_s, "host_draft_token_s": self.host_draft_token_s}
+                "host_row_s": self.host_row_s, "host_draft_token_s": self.host_draft_token_s, "step_s": self.step_s}
 
     @classmethod
     def from_json(cls, d: dict, name: str) -> "CostCurve":
@@ -78,7 +81,8 @@ class CostCurve:
                        float(d["draft_token_s"]) if d.get("draft_token_s") is not None else None,
                        {int(k): float(v) for k, v in (d.get("draft_batch_s") or {}).items()},
                        d.get("depth"), d.get("machine", ""), d.get("models", ""),
-                       float(d.get("host_row_s") or 0.0), float(d.get("host_draft_token_s") or 0.0))
+                       float(d.get("host_row_s") or 0.0), float(d.get("host_draft_token_s") or 0.0),
+                       float(d.get("step_s") or 0.0))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ValueError(f"{name} is not a cost file (target_batch_s: {{n: seconds}}, draft_token_s): {e}")
 
@@ -300,7 +304,8 @@ def project_prompt(sp: ShadowPrompt, controller: Controller, curve: CostCurve,
         drafted = draft.tokens[:n] if n else []
         accepted, near_tie, right = verdict(sp, j, drafted)
         verify_s = controller.costs.target(n + 1)
-        step_s = verify_s + (t1 if near_tie else 0.0) + (model.spent_s if model else 0.0)
+        step_s = (verify_s + (t1 if near_tie else 0.0) + (model.spent_s if model else 0.0)
+                  + (curve.step_s if speculate else 0.0))
         if speculate:
             controller.observe_step(verify_s, plan, accepted, draft.cost_s if n else 0.0)
         if n:
