@@ -163,6 +163,10 @@ def test_bench_refuses_bad_cost_files_before_loading_models(tmp_path):
     r = subprocess.run(tandem_cmd() + ["bench", "--shadow-from", str(plain), "--costs", str(plain)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "holds no shadow acceptance" in r.stderr
+    plain.write_text(json.dumps({"shadow": {"prompts": [{"category": "x"}]}}))
+    r = subprocess.run(tandem_cmd() + ["bench", "--shadow-from", str(plain)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and "damaged" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_fixed_model_draft_path():

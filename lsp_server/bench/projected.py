@@ -150,7 +150,10 @@ def reproject(run_path: str, cost_paths: list[str] | None, json_path: str | None
     if not isinstance(data, dict) or not data.get("shadow"):
         raise ValueError(f"{run_path} holds no shadow acceptance: run `tandem bench --shadow --json {run_path}` "
                          f"first")
-    log = ShadowLog.from_json(data["shadow"])
+    try:
+        log = ShadowLog.from_json(data["shadow"])
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise ValueError(f"{run_path}: its shadow records are damaged ({type(e).__name__}: {e})")
     # the run's own controller's curve (its calibration at the end of the run), then the one measured after it
     curves = []
     if data.get("costs"):
