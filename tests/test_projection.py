@@ -7,9 +7,10 @@ import pytest
 
 from lsp_server.bench.projected import ShadowLog, projection_rows, reproject
 from lsp_server.bench.projection import (CostCurve, _ReplayModelDrafter, project, project_prompt, verdict)
-from lsp_server.bench.shadow import Proposal, ShadowPrompt, ShadowSummary, matched
+from lsp_server.bench.shadow import Proposal, ShadowPrompt, ShadowSummary
 from lsp_server.engine.acceptance import AcceptanceStats
 from lsp_server.engine.controller import Controller
+from lsp_server.engine.llama import shared_prefix
 
 from conftest import tandem_cmd
 
@@ -30,7 +31,7 @@ def record(margins=None, wrong_at: dict | None = None, drafter="template", bucke
         if wrong_at and j in wrong_at and wrong_at[j] < len(toks):
             toks[wrong_at[j]] = 999
         if toks:
-            sp.states.append({drafter: Proposal(toks, [bucket] * len(toks), matched(toks, OUT[j:]))})
+            sp.states.append({drafter: Proposal(toks, [bucket] * len(toks), shared_prefix(toks, OUT[j:]))})
         else:
             sp.states.append({})
     return sp
@@ -167,6 +168,17 @@ def test_bench_refuses_bad_cost_files_before_loading_models(tmp_path):
     r = subprocess.run(tandem_cmd() + ["bench", "--shadow-from", str(plain)], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2 and "damaged" in r.stderr and "Traceback" not in r.stderr
+    # a run with shadow records but no curve of its own, and no --costs: nothing to project with
+    log = ShadowLog({}, 0, 16, ("template",))
+    log.prompts = [("python-boilerplate", record())]
+    plain.write_text(json.dumps({"shadow": log.to_json()}))
+    r = subprocess.run(tandem_cmd() + ["bench", "--shadow-from", str(plain)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and "give --costs FILE" in r.stderr
+    # shadow records need the in-process models: refused with a server backend, before anything is reached
+    r = subprocess.run(tandem_cmd() + ["bench", "--shadow", "--backend", "http://127.0.0.1:9"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "not with --backend" in r.stderr
 
 
 def test_fixed_model_draft_path():

@@ -50,11 +50,14 @@ def load_costs(paths: list[str] | None) -> list[CostCurve]:
     return [CostCurve.load(p) for p in paths or []]
 
 
-def projection_rows(log: ShadowLog, curves: list[CostCurve], fixed: int = 0) -> dict[str, dict[str, dict]]:
-    """category -> curve name -> its projected speedup and what was drafted and accepted."""
+def projection_rows(log: ShadowLog, curves: list[CostCurve], fixed: int = 0,
+                    done: dict[str, dict[str, Projected]] | None = None) -> dict[str, dict[str, dict]]:
+    """category -> curve name -> its projected speedup and what was drafted and accepted; `done`: curve name ->
+    a projection already made with it (not made again)."""
     out: dict[str, dict[str, dict]] = {}
     for curve in curves:
-        for category, p in log.project(curve, fixed).items():
+        projected = (done or {}).get(curve.name) or log.project(curve, fixed)
+        for category, p in projected.items():
             out.setdefault(category, {})[curve.name] = {
                 "projected_speedup": round(p.speedup, 3), "tokens": p.tokens, "steps": p.steps,
                 "plain_s": round(p.plain_s, 4), "spec_s": round(p.spec_s, 4),
@@ -221,9 +224,12 @@ def shadow_report(engine, shadows: ShadowLog, results: dict, rows: list[dict], c
     # step arithmetic at the costs the run met. The controller's path plans on the whole curve, whose other sizes
     # no step of the run met: it is projected with the curve measured apart.
     steps = in_run_costs(results)
+    # Tandem's own work per step (planning, the drafters' checks), measured in the run, is this machine's too
+    apart.step_s = planning_s(steps)
     draft_scale = 1.0
+    fixed_apart = shadows.project(apart, FIXED_K) if with_model else {}
     if with_model and steps.get(MODEL, {}).get("model_draft_s"):
-        replayed = list(shadows.project(apart, FIXED_K).values())
+        replayed = list(fixed_apart.values())
         replayed_s = sum(p.model_draft_s for p in replayed) / max(1, sum(p.model_proposals for p in replayed))
         draft_scale = steps[MODEL]["model_draft_s"] / replayed_s if replayed_s else 1.0
     verify: dict[int, tuple[float, int]] = {}
@@ -234,8 +240,6 @@ def shadow_report(engine, shadows: ShadowLog, results: dict, rows: list[dict], c
     in_run = apart.scaled_to("this run's steps", {n: t / c for n, (t, c) in verify.items()}, draft_scale)
     # first the curve the run's own controller planned with (its calibration, kept current by the steps): the
     # projection with it must make the run's decisions and agree with the measured column within the A/A
-    # Tandem's own work per step (planning, the drafters' checks), measured in the run, is this machine's too
-    apart.step_s = planning_s(steps)
     curves = [CostCurve.of_engine(engine.costs, "the run's controller"), apart] + cost_files
     curves[0].step_s = apart.step_s
     projected = projection_rows(shadows, curves)
@@ -252,7 +256,7 @@ def shadow_report(engine, shadows: ShadowLog, results: dict, rows: list[dict], c
                               for k, v in steps.items()},
              "projection": projected, "shadow_acceptance": shadows.summaries(), "shadow": shadows.to_json()}
     if with_model:
-        fixed = projection_rows(shadows, [apart, in_run], FIXED_K)
+        fixed = projection_rows(shadows, [apart, in_run], FIXED_K, done={apart.name: fixed_apart})
         print_fixed_check(fixed, [apart, in_run], labels, measured, FIXED_K)
         extra["projection_model_draft_k3"] = fixed
     return extra

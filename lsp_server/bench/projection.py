@@ -13,12 +13,14 @@ import json
 import math
 import platform
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from ..engine.acceptance import AcceptanceStats
 from ..engine.controller import Controller
 from ..engine.costs import CostModel
 from ..engine.drafters import Draft, NgramDrafter, TemplateDrafter
+from ..engine.llama import shared_prefix
 from ..engine.speculative import NEAR_TIE, GenerationRequest, _choose_draft
 from .shadow import ShadowPrompt
 
@@ -63,9 +65,14 @@ class CostCurve:
         if n <= 0:
             return 0.0
         if self.draft_batch_s:
-            return CostModel(dict(self.draft_batch_s)).target(n) if len(self.draft_batch_s) > 1 else \
+            return self._draft_curve.target(n) if len(self.draft_batch_s) > 1 else \
                 self.draft_batch_s[min(self.draft_batch_s)] * n
         return (self.draft_token_s or 0.0) * n
+
+    @cached_property
+    def _draft_curve(self) -> CostModel:
+        """The draft's batch costs as a curve (interpolated between sizes), made once: asked at every proposal."""
+        return CostModel(dict(self.draft_batch_s))
 
     def to_json(self) -> dict:
         return {"name": self.name, "machine": self.machine, "models": self.models, "depth": self.depth,
@@ -179,12 +186,7 @@ class _ReplayDraftModel:
         self.tokens = list(prompt)   # prewarmed with the prompt, as the bench and the server's warm-up do
 
     def cached_prefix(self, ctx: list[int]) -> int:
-        n = 0
-        for a, b in zip(self.tokens, ctx):
-            if a != b:
-                break
-            n += 1
-        return n
+        return shared_prefix(self.tokens, ctx)
 
 
 class _ReplayModelDrafter:
@@ -254,11 +256,7 @@ def verdict(sp: ShadowPrompt, j: int, drafted: list[int]) -> tuple[int, bool, in
     """What verifying `[tok] + drafted` after the first j output tokens gives, as `speculative._verify` decides it
     on the greedy path: (drafted tokens accepted, a near-tie row decoded again, the draft right at that row)."""
     n = len(drafted)
-    right = 0
-    for a, b in zip(drafted, sp.tokens[j:]):
-        if a != b:
-            break
-        right += 1
+    right = shared_prefix(drafted, sp.tokens[j:])
     for i in range(n + 1):
         # row i predicts output token j + i (past the output: the end of generation, whose gap is not recorded)
         gap = sp.margins[j + i] if j + i < len(sp.margins) else math.inf

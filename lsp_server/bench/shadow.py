@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..engine import Engine, GenerationRequest
 from ..engine.drafters import ModelDrafter, NgramDrafter, TemplateDrafter
+from ..engine.llama import shared_prefix
 from ..engine.speculative import StopReason
 
 SHADOW_DRAFT = 16   # the longest draft the controller may verify (EngineConfig.draft_max's default)
@@ -66,15 +67,6 @@ class ShadowPrompt:
                    [{k: Proposal.from_json(p) for k, p in s.items()} for s in d["states"]])
 
 
-def matched(proposal: list[int], continuation: list[int]) -> int:
-    n = 0
-    for a, b in zip(proposal, continuation):
-        if a != b:
-            break
-        n += 1
-    return n
-
-
 def record(engine: Engine, name: str, prompt: list[int], left_text: str, language: str, max_tokens: int,
            stop: tuple[str, ...] = (), drafters: tuple[str, ...] = ("ngram", "template", "model"),
            draft_len: int = SHADOW_DRAFT) -> ShadowPrompt:
@@ -101,15 +93,15 @@ def record(engine: Engine, name: str, prompt: list[int], left_text: str, languag
             if found:
                 n, pos = found
                 cont = ngram.ctx[pos + 1:pos + 1 + draft_len]
-                state["ngram"] = Proposal(cont, [], matched(cont, rest), (n, pos))
+                state["ngram"] = Proposal(cont, [], shared_prefix(cont, rest), (n, pos))
         if template:
             d = template.propose(left_text + raw.decode("utf-8", errors="ignore"), draft_len)
             if d and d.tokens:
-                state["template"] = Proposal(d.tokens, d.buckets, matched(d.tokens, rest))
+                state["template"] = Proposal(d.tokens, d.buckets, shared_prefix(d.tokens, rest))
         if model:
             prev = _model_proposal(model, prompt + out[:j], tok, prev, draft_len)
             if prev.tokens:
-                prev.matched = matched(prev.tokens, rest)
+                prev.matched = shared_prefix(prev.tokens, rest)
                 state["model"] = prev
         sp.states.append(state)
     return sp
