@@ -1,4 +1,6 @@
 """Shadow acceptance equals what a real speculative run accepts on the same prompts (the real models)."""
+import pytest
+
 from lsp_server.bench import shadow
 from lsp_server.bench.fixtures import default_root, load_cases
 from lsp_server.bench.projection import CostCurve, project_prompt, verdict
@@ -6,11 +8,28 @@ from lsp_server.engine import GenerationRequest
 from lsp_server.engine.acceptance import AcceptanceStats
 from lsp_server.engine.controller import Controller
 from lsp_server.engine.costs import CostModel
+from lsp_server.engine.llama import shared_prefix
 from lsp_server.engine.speculative import generate
 from lsp_server.pipeline import Pipeline
 from lsp_server.prompt import PromptBudget
 
 MAX_TOKENS = 48
+TIE = 0.3   # logits: far above what a different batch split moves a logit (~0.01), far below a real choice
+
+
+def _draft_tie(engine, ctx: list[int], a: list[int], b: list[int]) -> bool:
+    """Where two proposals of the draft model for the same context part, whether the draft model stood at a
+    near-tie there: each side's token (or the end of the proposal) within TIE of the best logit. The draft's
+    KV store is filled in different batches by the shadow and by the real run (and reused where it can), which
+    moves logits by float rounding; only a near-tie can turn that into a different token."""
+    i = shared_prefix(a, b)
+    m = engine.draft
+    m.prefill(ctx + a[:i])
+    logits = m.logits(-1)
+    best = float(logits.max())
+    ends = max((float(logits[t]) for t in range(len(logits)) if m.is_eog(t)), default=best)
+    side = lambda x: float(logits[x[i]]) if i < len(x) else ends
+    return best - side(a) < TIE and best - side(b) < TIE
 
 
 def _eager() -> Controller:
@@ -19,10 +38,26 @@ def _eager() -> Controller:
     return Controller(CostModel({1: 0.05, 2: 0.05, 16: 0.05}, 0.001), AcceptanceStats(None), 0, 16)
 
 
-def test_shadow_acceptance_equals_real_verification(engine):
+@pytest.fixture
+def exact_caches(engine):
+    """Both models' caches evaluated here, exactly: no state restored from the KV store and no shifted reuse
+    (earlier tests leave states behind that a later prompt may restore), so that the shadow and the real runs
+    differ only in how their batches were split."""
+    saved = engine.draft.store, engine.target.store, engine.draft.reuse_min, engine.target.reuse_min
+    for m in (engine.draft, engine.target):
+        m.store, m.reuse_min = None, 0
+        m.reset()
+    yield engine
+    engine.draft.store, engine.target.store, engine.draft.reuse_min, engine.target.reuse_min = saved
+    engine.draft.reset()
+    engine.target.reset()
+
+
+def test_shadow_acceptance_equals_real_verification(exact_caches):
+    engine = exact_caches
     pipe = Pipeline(engine, PromptBudget(prefix_tokens=1536, suffix_tokens=256, context_tokens=0))
     cases = load_cases(default_root(), ["python-boilerplate", "json-api"], 1)
-    compared, used = 0, set()
+    compared, ties, used = 0, 0, set()
     for case in cases:
         prompt, prefix, _ = pipe.prompt_for(case.document, case.line, case.col)
         lang = case.document.language
@@ -44,7 +79,10 @@ def test_shadow_acceptance_equals_real_verification(engine):
                     break
                 p = sp.states[j - 1].get(drafter)
                 assert p is not None, (case.name, j, drafter)
-                assert p.tokens[:len(drafted)] == drafted, (case.name, j, drafter)
+                if p.tokens[:len(drafted)] != drafted:
+                    assert drafter == "model" and _draft_tie(engine, prompt.tokens + g.tokens[:j], p.tokens,
+                                                             drafted), (case.name, j, drafter, p.tokens, drafted)
+                    ties += 1
                 assert verdict(sp, j, drafted)[0] == accepted, (case.name, j, drafter, drafted)
                 compared += 1
                 used.add(drafter)
@@ -54,3 +92,4 @@ def test_shadow_acceptance_equals_real_verification(engine):
         assert p.speedup > 1.5 and sum(a for _, a in p.drafted.values()) > 0
         assert p.tokens == len(sp.tokens)
     assert compared >= 10 and {"model", "template", "ngram"} <= used
+    assert ties <= compared // 4, (ties, compared)

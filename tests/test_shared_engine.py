@@ -93,8 +93,13 @@ def test_two_windows_share_one_engine_process(runtime, tmp_path):
             w.open(uri, CODE)
             answer = w.wait(w.inline(uri, 3, 8), timeout=120)
             assert answer["result"]["items"][0]["insertText"].strip(), answer
+        time.sleep(1.1)   # the window's view of the engine process is at most a second old
         s = windows[0].request("tandem/stats", {})["result"]
         assert s["backend"]["shared_engine"]["windows"] == 2 and s["loads"] == 1
+        # the models were loaded, and every job of both windows (requests and fills) ran, on one thread: decoding
+        # from a second one slowed every decode after it by 40-70 % (llama.cpp's OpenMP teams, docs/server.md)
+        assert s["backend"]["shared_engine"]["model_threads"] == 1, s["backend"]
+        assert s["backend"]["shared_engine"]["generations"] >= 2
         # the weights live in the engine process; the windows' servers hold documents, parsers and a vocabulary
         assert rss_mib(host) > 1000
         assert all(rss_mib(w.proc.pid) < 500 for w in windows), [rss_mib(w.proc.pid) for w in windows]
@@ -132,6 +137,12 @@ def test_two_windows_share_one_engine_process(runtime, tmp_path):
             assert not any("Traceback" in line for line in w.stderr), "".join(w.stderr)[-3000:]
         new_host = windows[1].request("tandem/stats", {})["result"]["backend"]["shared_engine"]["pid"]
         assert new_host != host and alive(new_host)
+        # stopped (as `stop_all` does, with SIGTERM), the engine process takes its socket with it
+        assert stop_all(str(runtime / "tandem")) == [new_host]
+        deadline = time.monotonic() + 30
+        while (alive(new_host) or os.path.exists(sock)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(new_host) and not os.path.exists(sock)
     finally:
         for w in windows:
             w.close()

@@ -48,18 +48,26 @@ def runtime_dir() -> str:
 
 
 def socket_path(cfg: EngineConfig) -> str:
-    """One engine process per model configuration (what needs another load of the models to change): windows
-    with the same models share it, others get their own."""
+    """One engine process per model configuration (what needs another load of the models to change) and runtime
+    folder: windows with the same models share it, others get their own."""
     key = {k: v for k, v in asdict(cfg).items()
            if k not in ("speculation", "draft_min", "draft_max", "kv_store_mib", "cache_reuse")}
     key["target_path"] = os.path.abspath(cfg.target_path or str(registry.default_path(registry.DEFAULT_TARGET)))
     key["cache"] = str(registry.cache_dir())
+    folder = runtime_dir()
+    key["runtime"] = folder
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    path = os.path.join(runtime_dir(), f"engine-{digest}.sock")
+    path = os.path.join(folder, f"engine-{digest}.sock")
     if len(path.encode()) > MAX_SOCKET_PATH:   # a Unix socket's path has room for ~107 bytes
         short = f"/tmp/tandem-{os.getuid()}"
         os.makedirs(short, mode=0o700, exist_ok=True)
-        path = os.path.join(short, f"engine-{digest}.sock")
+        link, path = path, os.path.join(short, f"engine-{digest}.sock")
+        # where the socket would be, a link to it: `stop_all` of the runtime folder finds this engine too
+        if not os.path.islink(link):
+            try:
+                os.symlink(path, link)
+            except FileExistsError:
+                pass
     return path
 
 
@@ -141,6 +149,8 @@ class SharedEngine:
             # cwd /: `python -m` puts the working folder first on sys.path, and a project may have its own lsp_server
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
                                     cwd="/")
+        # reaped when it exits (idle, stopped, killed), so that it leaves no zombie behind while this window lives
+        threading.Thread(target=proc.wait, name="tandem-engine-reaper", daemon=True).start()
         t0, said = time.monotonic(), 0.0
         while time.monotonic() - t0 < START_WAIT_S:
             if (sock := self._try_connect()) is not None:
@@ -397,7 +407,8 @@ def stop_all(folder: str | None = None) -> list[int]:
     import glob
     import signal
     stopped = []
-    for path in glob.glob(os.path.join(folder or runtime_dir(), "engine-*.sock")):
+    for found in glob.glob(os.path.join(folder or runtime_dir(), "engine-*.sock")):
+        path = os.path.realpath(found)   # a link to a shorter path (`socket_path`)
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(5)
         try:

@@ -8,9 +8,10 @@ import asyncio
 import itertools
 import logging
 import os
+import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 
 from ..llama import Cancel, ContextFullError
 from . import wire
@@ -33,10 +34,15 @@ class _Conn:
 
 
 class EngineHost:
-    def __init__(self, engine, path: str, idle_s: float):
+    def __init__(self, engine, path: str, idle_s: float, model: Executor | None = None,
+                 loaded_on: int | None = None):
         self.engine, self.path, self.idle_s = engine, path, idle_s
+        self.model = model or ThreadPoolExecutor(1, thread_name_prefix="tandem-model")
+        # the threads that ran the models (loading them, then every job): one, or decoding slows (see above)
+        self.model_threads = {loaded_on} if loaded_on is not None else set()
         self.conns: set[_Conn] = set()
         self.left_at = time.monotonic()
+        # jobs wait for their turn here, and run on the model thread when it comes
         self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="tandem-engine")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.served = {"connections": 0, "generations": 0, "fills": 0, "fills_yielded": 0}
@@ -53,15 +59,26 @@ class EngineHost:
             os.umask(old)
         os.chmod(self.path, 0o600)
         log.info("engine ready on %s (exits after %.0f s without a window)", self.path, self.idle_s)
+        stop = asyncio.Event()   # `tandem engine` stopped (stop_all): its socket goes with it
+        self.loop.add_signal_handler(signal.SIGTERM, stop.set)
         try:
-            while self.conns or time.monotonic() - self.left_at < self.idle_s:
-                await asyncio.sleep(min(1.0, self.idle_s / 4))
+            while not stop.is_set() and (self.conns or time.monotonic() - self.left_at < self.idle_s):
+                try:
+                    await asyncio.wait_for(stop.wait(), min(1.0, self.idle_s / 4))
+                except asyncio.TimeoutError:
+                    pass
         finally:
+            for conn in self.conns:
+                for ev in list(conn.cancels.values()):
+                    ev.set()
             server.close()
             if os.path.exists(self.path):
                 os.unlink(self.path)
             self.pool.shutdown(wait=True, cancel_futures=True)
-        log.info("no window for %.0f s: exiting", self.idle_s)
+        if stop.is_set():
+            log.info("stopped (SIGTERM)")
+        else:
+            log.info("no window for %.0f s: exiting", self.idle_s)
 
     # ---- connections ----------------------------------------------------------------------------------
 
@@ -159,14 +176,16 @@ class EngineHost:
 
     def _host_summary(self) -> dict:
         from ..engine import resident_mib
-        return {"pid": os.getpid(), "windows": len(self.conns), "rss_mib": round(resident_mib(), 1), **self.served}
+        return {"pid": os.getpid(), "windows": len(self.conns), "rss_mib": round(resident_mib(), 1),
+                "model_threads": len(self.model_threads), **self.served}
 
     def _job(self, conn: _Conn, rid: int, op: str, msg: dict, cancel: Cancel) -> None:
         rank = (lambda: (FILL, 0.0)) if op == "prewarm" else (lambda: (REQUEST, -conn.asked_at))
         with self.turns.turn(rank):
-            self._run_job(conn, rid, op, msg, cancel)
+            self.model.submit(self._run_job, conn, rid, op, msg, cancel).result()
 
     def _run_job(self, conn: _Conn, rid: int, op: str, msg: dict, cancel: Cancel) -> None:
+        self.model_threads.add(threading.get_ident())
         try:
             if op == "prewarm":
                 self.served["fills"] += 1
@@ -213,8 +232,13 @@ class EngineHost:
 def serve(cfg, path: str, idle_s: float) -> None:
     """Load the engine, then serve it until no window has been connected for `idle_s`."""
     from ..engine import Engine
-    engine = Engine(cfg, log=lambda m: log.info("%s", m))
+    def load():
+        return Engine(cfg, log=lambda m: log.info("%s", m)), threading.get_ident()
+
+    model = ThreadPoolExecutor(1, thread_name_prefix="tandem-model")
+    engine, loaded_on = model.submit(load).result()
     try:
-        asyncio.run(EngineHost(engine, path, idle_s).run())
+        asyncio.run(EngineHost(engine, path, idle_s, model, loaded_on).run())
     finally:
-        engine.close()
+        model.submit(engine.close).result()
+        model.shutdown()

@@ -1,0 +1,72 @@
+"""Where a window finds the shared engine process: one socket per model configuration and runtime folder; a
+runtime folder whose path is too long for a Unix socket gets a short path with a link where the socket would be,
+and `stop_all` of that folder stops the engine there too (no model file: make check)."""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+
+from lsp_server.engine import EngineConfig
+from lsp_server.engine.shared import wire
+from lsp_server.engine.shared.client import MAX_SOCKET_PATH, socket_path, stop_all
+
+
+def _serve_info(path: str, pid: int) -> threading.Thread:
+    """A stand-in engine process on `path` that answers `info` with `pid` (what stop_all asks)."""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+
+    def run():
+        conn, _ = srv.accept()
+        msg = wire.loads(conn.makefile("rb").readline())
+        conn.sendall(wire.dumps({"id": msg["id"], "ev": "done", "result": {"pid": pid}}))
+        conn.close()
+        srv.close()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_long_runtime_folder_gets_a_short_socket_that_stop_all_still_finds(tmp_path, monkeypatch):
+    cfg = EngineConfig(target_path=str(tmp_path / "t.gguf"), stats_path="")
+    long_dir = tmp_path / ("r" * 60) / ("u" * 40)
+    long_dir.mkdir(parents=True)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(long_dir))
+    path = socket_path(cfg)
+    assert len(path.encode()) <= MAX_SOCKET_PATH and not path.startswith(str(long_dir))
+    link = long_dir / "tandem" / os.path.basename(path)
+    assert link.is_symlink() and os.readlink(link) == path
+    assert socket_path(cfg) == path   # the same window asking again: the same engine
+
+    # another runtime folder (another session of the user's, a test's own): another engine, never this one
+    other_dir = tmp_path / ("s" * 60) / ("u" * 40)
+    other_dir.mkdir(parents=True)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(other_dir))
+    assert socket_path(cfg) != path
+
+    if os.path.exists(path):
+        os.unlink(path)
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        served = _serve_info(path, child.pid)
+        assert stop_all(str(long_dir / "tandem")) == [child.pid]
+        assert child.wait(timeout=10) != 0   # SIGTERM
+        served.join(timeout=10)
+    finally:
+        child.kill()
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+def test_a_short_runtime_folder_holds_the_socket_itself(monkeypatch):
+    short = tempfile.mkdtemp(prefix="rt", dir="/tmp")   # pytest's own folders can be too long already
+    try:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", short)
+        path = socket_path(EngineConfig(target_path=os.path.join(short, "t.gguf"), stats_path=""))
+        assert os.path.dirname(path) == os.path.join(short, "tandem") and not os.path.islink(path)
+    finally:
+        shutil.rmtree(short)
