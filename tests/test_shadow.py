@@ -19,9 +19,9 @@ TIE = 0.3   # logits: far above what a different batch split moves a logit (~0.0
 
 def _draft_tie(engine, ctx: list[int], a: list[int], b: list[int]) -> bool:
     """Where two proposals of the draft model for the same context part, whether the draft model stood at a
-    near-tie there: each side's token (or the end of the proposal) within TIE of the best logit. The draft's
-    KV store is filled in different batches by the shadow and by the real run (and reused where it can), which
-    moves logits by float rounding; only a near-tie can turn that into a different token."""
+    near-tie there: each side's token (or the end of the proposal) within TIE of the best logit. The shadow and
+    the real run fill the draft's cache in different batches, which moves its logits by float rounding at most;
+    only a near-tie can turn that into a different token."""
     i = shared_prefix(a, b)
     m = engine.draft
     m.prefill(ctx + a[:i])
