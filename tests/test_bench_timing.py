@@ -6,7 +6,7 @@ import time
 import pytest
 
 from lsp_server.bench.run import aa_noise, path_seconds
-from lsp_server.bench.side_by_side import Rotation, side_by_side
+from lsp_server.bench.side_by_side import DecodeThread, Rotation, side_by_side
 from lsp_server.engine.speculative import Generation
 
 
@@ -48,6 +48,37 @@ def test_an_error_in_one_path_ends_its_turns_and_is_raised_after_the_others():
     with pytest.raises(RuntimeError, match="model gone"):
         side_by_side({"x": broken, "a": stepping(log, "a", 3, busy)})
     assert log == [("x", 0), ("a", 0), ("a", 1), ("a", 2)]
+
+
+def test_what_the_paths_hand_over_runs_on_the_thread_that_serves_it_errors_included():
+    """Every decode of a side-by-side run on one thread (llama.cpp's OpenMP teams: a team per path slowed every
+    decode); what a path hands over runs on the caller's thread, its error is raised in the path."""
+    decodes = DecodeThread()
+    ran_on = []
+
+    def decode(x):
+        ran_on.append(threading.get_ident())
+        if x < 0:
+            raise ValueError("bad batch")
+        return x * 2
+
+    def job(values):
+        def run(hand_on):
+            out = []
+            for i, v in enumerate(values):
+                try:
+                    out.append(decodes(decode, v))
+                except ValueError as e:
+                    out.append(str(e))
+                if i < len(values) - 1:
+                    hand_on()
+            return Generation(repr(out), [], "length", 0, 0, 0.0, 0.0, 0)
+        return run
+
+    out = side_by_side({"a": job([1, 2, -1]), "b": job([5])}, decodes)
+    assert out["a"].text == "[2, 4, 'bad batch']" and out["b"].text == "[10]"
+    assert set(ran_on) == {threading.get_ident()} and len(ran_on) == 4
+    assert decodes(decode, 3) == 6   # asked on its own thread: run there and then
 
 
 def test_the_rotation_skips_a_path_that_left_before_its_turn():

@@ -105,6 +105,36 @@ def test_paths_side_by_side_on_contexts_of_one_copy_of_the_weights(engine, pipel
     assert engine.generate(req(speculative=False)).text == alone.text
 
 
+def test_a_bench_pass_decodes_every_path_on_one_thread(engine, pipeline, monkeypatch):
+    """The bench's paths take turns on threads of their own, but every llama_decode of a pass runs on the thread
+    that runs the pass (a team of OpenMP threads per path slowed every decode here, docs/benchmarks.md)."""
+    import llama_cpp
+
+    from lsp_server.bench.side_by_side import SideBySide
+
+    case, prompt = next(fixture_prompts(pipeline, 1))
+    sbs = SideBySide(engine, with_model=True)
+    threads = []
+    real = llama_cpp.llama_decode
+
+    def recording(ctx, batch):
+        threads.append(threading.get_ident())
+        return real(ctx, batch)
+
+    try:
+        sbs.prewarm(prompt.tokens)
+        monkeypatch.setattr(llama_cpp, "llama_decode", recording)
+        got = sbs.run_pass(lambda speculative, fixed: GenerationRequest(
+            prompt.tokens, max_tokens=16, stop=prompt.stop, language=case.document.language,
+            speculative=speculative, fixed_model_draft=fixed), 0)
+        monkeypatch.undo()
+    finally:
+        sbs.close()
+    assert len(threads) >= 10 and set(threads) == {threading.get_ident()}
+    assert len({g.text for g in got.values()}) == 1 and len(got) == 4
+    assert all(m.runs_on is None for m in sbs.contexts[:1] + [engine.draft])
+
+
 def test_fixed_model_draft_is_lossless_too(engine, pipeline):
     if engine.draft is None:
         pytest.fail("the default draft model did not load: " + "; ".join(engine.warnings))

@@ -7,8 +7,9 @@ paths alike, and what differs between their sums is what they do."""
 from __future__ import annotations
 
 import itertools
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable
@@ -53,9 +54,41 @@ class Rotation:
             self._cv.notify_all()
 
 
-def side_by_side(jobs: dict[str, Job]) -> dict[str, Generation]:
+class DecodeThread:
+    """The thread that made it runs what the paths' threads ask of it (`LlamaModel.runs_on`): every decode of a
+    run on the one thread that decodes everything else in this process. llama.cpp runs a batch on an OpenMP team
+    of the calling thread, and with a team per path every decode, of every path, ran about 20 ms slower here
+    (docs/benchmarks.md, "What the bench's own threads cost"). A hand-over costs two thread wake-ups a decode."""
+
+    def __init__(self):
+        self.owner = threading.get_ident()
+        self._asked: queue.SimpleQueue = queue.SimpleQueue()
+
+    def __call__(self, fn, *args):
+        if threading.get_ident() == self.owner:
+            return fn(*args)
+        done: Future = Future()
+        self._asked.put((fn, args, done))
+        return done.result()
+
+    def serve(self, futures) -> None:
+        """Run what is asked until every one of `futures` is done (on the owner's thread)."""
+        for f in futures:
+            f.add_done_callback(lambda _: self._asked.put(None))
+        while not all(f.done() for f in futures):
+            asked = self._asked.get()
+            if asked is None:
+                continue
+            fn, args, done = asked
+            try:
+                done.set_result(fn(*args))
+            except BaseException as e:   # the asking path raises it (a decode that failed, a cancel)
+                done.set_exception(e)
+
+
+def side_by_side(jobs: dict[str, Job], decodes: DecodeThread | None = None) -> dict[str, Generation]:
     """Run the jobs in turn, a step each, in the order given; an error in one ends its turns and is raised
-    once all have ended."""
+    once all have ended. With `decodes`, the caller's thread runs what the jobs hand it while they run."""
     rotation = Rotation(jobs)
 
     def run(name: str, job: Job) -> Generation:
@@ -67,6 +100,8 @@ def side_by_side(jobs: dict[str, Job]) -> dict[str, Generation]:
 
     with ThreadPoolExecutor(len(jobs), thread_name_prefix="bench-path") as pool:
         futures = {name: pool.submit(run, name, job) for name, job in jobs.items()}
+        if decodes is not None:
+            decodes.serve(list(futures.values()))
         return {name: f.result() for name, f in futures.items()}
 
 
@@ -125,7 +160,15 @@ class SideBySide:
             path = self.paths[name]
             ctx = self.contexts[(self.names.index(name) + n) % len(self.contexts)]
             jobs[name] = partial(self._generate, path, ctx, requests(path.speculative, path.fixed))
-        return side_by_side(jobs)
+        models = self.contexts + [m for m in (self.engine.draft, self._draft_twin) if m is not None]
+        decodes = DecodeThread()
+        for m in models:
+            m.runs_on = decodes
+        try:
+            return side_by_side(jobs, decodes)
+        finally:
+            for m in models:
+                m.runs_on = None
 
     @staticmethod
     def _generate(path: _Path, ctx, req: GenerationRequest, hand_on) -> Generation:

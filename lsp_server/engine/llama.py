@@ -242,6 +242,7 @@ class LlamaModel(Vocabulary):
         self._pieces: dict[int, bytes] = {}
         self.store: KVStore | None = None
         self.keep = 0   # how many of the live tokens are worth a snapshot before something overwrites them
+        self.runs_on: Callable | None = None   # None: llama_decode on the calling thread (`_llama_decode`)
         # >0: after the common start, runs of at least this many cached tokens that come later in the prompt are
         # moved to their new positions instead of evaluated again (llama-server's --cache-reuse); not
         # bit-identical to a fresh evaluation: their keys and values were computed with the tokens now removed
@@ -328,7 +329,7 @@ class LlamaModel(Vocabulary):
                 self._abort_on, self._abort_end = cancel, pos0 + len(chunk)
                 llama_cpp.llama_set_abort_callback(self.ctx, self._abort_cb, None)
                 try:
-                    rc = llama_cpp.llama_decode(self.ctx, b)
+                    rc = self._llama_decode()
                 finally:
                     llama_cpp.llama_set_abort_callback(self.ctx, ggml_no_abort, None)
                     self._abort_on = None
@@ -337,7 +338,7 @@ class LlamaModel(Vocabulary):
                     self._decode_kept(chunk, pos0, _kept(cancel) - pos0)
                     raise Cancelled()
             else:
-                rc = llama_cpp.llama_decode(self.ctx, b)
+                rc = self._llama_decode()
             if rc != 0:
                 # the failed batch may have left partial state: drop it so our bookkeeping stays true
                 llama_cpp.llama_memory_seq_rm(self.mem, 0, pos0, -1)
@@ -345,6 +346,15 @@ class LlamaModel(Vocabulary):
             self._evaluated(chunk)
             if trimmed:
                 raise Cancelled()
+
+    def _llama_decode(self) -> int:
+        """llama_decode of the filled batch, on the thread `runs_on` hands it to where one is set. llama.cpp runs
+        a batch on an OpenMP team of the calling thread; once a second thread has decoded, every decode in the
+        process ran 40-70 % slower on a 2-core machine (docs/server.md), so a caller with several threads of
+        its own (the bench's side-by-side paths) sends every decode to one."""
+        if self.runs_on is None:
+            return llama_cpp.llama_decode(self.ctx, self.batch)
+        return self.runs_on(llama_cpp.llama_decode, self.ctx, self.batch)
 
     def _fill_batch(self, chunk: list[int], pos0: int, all_logits: bool, last: bool) -> None:
         """The batch for `chunk` at positions from `pos0`: logits for every row, or for the last row of the
@@ -371,7 +381,7 @@ class LlamaModel(Vocabulary):
             return
         part = chunk[:room]
         self._fill_batch(part, pos0, False, True)
-        if llama_cpp.llama_decode(self.ctx, self.batch) != 0:
+        if self._llama_decode() != 0:
             llama_cpp.llama_memory_seq_rm(self.mem, 0, pos0, -1)
             return
         self._evaluated(part)
