@@ -322,7 +322,6 @@ class LlamaModel(Vocabulary):
                     raise Cancelled()
                 chunk, trimmed = chunk[:room], True   # only what the replacing prompt shares, then stop
             last_chunk = start + step >= len(tokens)
-            b = self.batch
             pos0 = len(self.tokens)
             self._fill_batch(chunk, pos0, all_logits, last_chunk)
             if cancel is not None:
