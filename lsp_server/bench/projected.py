@@ -220,8 +220,8 @@ def shadow_report(engine, shadows: ShadowLog, results: dict, rows: list[dict], c
     log(f"measuring this machine's cost curve at depth {depth} (target and draft, n = 1..17)...")
     apart = CostCurve.measured_here(engine.target, engine.draft, depth, "this machine, after the run")
     # the fixed k=3 path meets only T(1), T(4) and draft-model proposals, all of which the run's own steps measured
-    # (a loaded host, contexts taking turns): projected with those costs it checks the shadow acceptance and the
-    # step arithmetic at the costs the run met. The controller's path plans on the whole curve, whose other sizes
+    # (at the run's moments, contexts taking turns): projected with those costs it checks the shadow acceptance and
+    # the step arithmetic at the costs the run met. The controller's path plans on the whole curve, whose other sizes
     # no step of the run met: it is projected with the curve measured apart.
     steps = in_run_costs(results)
     # Tandem's own work per step (planning, the drafters' checks), measured in the run, is this machine's too

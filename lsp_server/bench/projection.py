@@ -110,8 +110,9 @@ class CostCurve:
     def scaled_to(self, name: str, verify_means: dict[int, float], draft_scale: float = 1.0) -> "CostCurve":
         """This curve's shape at the level a run met: each batch size the run verified takes the run's own mean
         (the sizes between two it met, the ratio interpolated; beyond, the nearest one's), the draft model's costs
-        times `draft_scale`. A curve measured apart, on a quiet moment, is not what a loaded host, taking turns
-        between contexts, charged the run."""
+        times `draft_scale`. A curve measured apart, at another moment, is not always what the run's steps paid
+        (this host's speed drifts; before the bench ran every decode on one thread, its paths' threads alone
+        added ~20 ms a decode, docs/benchmarks.md)."""
         base = self.cost_model()
         ratios = {n: t / base.target(n) for n, t in sorted(verify_means.items()) if t > 0}
         if not ratios:
