@@ -54,6 +54,26 @@ async def test_typing_through_the_answer_is_served_from_the_cache():
     assert len(engine.generations) == 1
 
 
+async def test_an_answer_from_the_cache_asks_the_engine_nothing_on_the_event_loop():
+    """The window's cache is looked at before the engine is asked what it holds (a round trip on the event loop
+    when the engine is shared): with the prompt budget on, typing through an answer calls `cached` only from
+    the context thread's planning."""
+    import threading
+    svc, engine = service()
+    svc.settings = replace(svc.settings, prompt_budget_ms=700)
+    calls: list[str] = []
+    asked = engine.cached
+    engine.cached = lambda tokens: calls.append(threading.current_thread().name) or asked(tokens)
+    first = await svc.complete(URI, request())
+    assert first.source == "model"
+    loop_thread = threading.current_thread().name
+    assert loop_thread in calls   # the model's answer did ask on the loop (too_far)
+    calls.clear()
+    got = await svc.complete(URI, request(TEXT.replace("    \n", "    return \n", 1), 1, 11))
+    assert (got.text, got.source) == ("w * h", "cache")
+    assert calls and loop_thread not in calls, calls
+
+
 async def test_a_newer_request_supersedes_the_older_one():
     svc, engine = service(token_s=0.002)    # a prompt of ~50 tokens: 0.1 s
     older = asyncio.ensure_future(svc.complete(URI, request()))

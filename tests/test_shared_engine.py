@@ -75,6 +75,26 @@ def runtime(tmp_path, monkeypatch):
     return d
 
 
+def test_engine_local_keeps_the_models_in_the_window_server(runtime, tmp_path):
+    """`shared` is the default; `local` still answers with the models in the window's own server, and starts no
+    engine process."""
+    w = RawServer(cwd=tmp_path, env=dict(os.environ, XDG_RUNTIME_DIR=str(runtime)))
+    try:
+        w.initialize({"engine": "local", "kvStoreMiB": 128})
+        s = w.wait_ready()
+        assert s["ready"] and not s["load_error"], s
+        uri = (tmp_path / "w.py").as_uri()
+        w.open(uri, CODE)
+        answer = w.wait(w.inline(uri, 3, 8), timeout=120)
+        assert answer["result"]["items"][0]["insertText"].strip(), answer
+        s = w.request("tandem/stats", {})["result"]
+        assert "shared_engine" not in (s.get("backend") or {}), s.get("backend")
+        assert rss_mib(w.proc.pid) > 1000
+        assert not list(runtime.rglob("engine-*")), list(runtime.rglob("*"))
+    finally:
+        w.close()
+
+
 def test_two_windows_share_one_engine_process(runtime, tmp_path):
     env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime))
     windows = [RawServer(cwd=tmp_path, env=env) for _ in range(2)]

@@ -147,22 +147,25 @@ class CompletionService:
         if not plan.mode.complete and not req.force:
             self.filler.share([])
             return self._done(t0, Answer("", Source.SKIPPED, why=plan.mode.why), lang)
+        # the window's own cache first: the text around the cursor is the same whichever prompt would be chosen
+        # below, and choosing asks the engine what it holds (a round trip when the engine is shared)
+        hit = self.cache.lookup(uri, plan.prefix, plan.suffix)
+        if hit is not None and (hit == "" or not self._running_has_more(uri, plan, hit)) and not superseded.done():
+            # the fill that this request pre-empted goes on only as far as this prompt agrees with it
+            self.filler.share(plan.prompt.tokens)
+            if hit == "":   # the model said the hole ends here (see _store_final)
+                return self._done(t0, Answer("", Source.CACHE, plan.mode.multiline, why="the code below follows"),
+                                  lang)
+            return self._done(t0, Answer(hit, Source.CACHE, plan.mode.multiline), lang)
         lead: list[int] = []
         if self.too_far(plan) and not (superseded.done() or self.pipeline is None):
             page = plan
             plan = await loop.run_in_executor(self.context_pool, self._choose_prompt, plan)
             if typing and plan.fast:
                 lead = self._page_step(page)
-        # the fill that this request pre-empted goes on only as far as this prompt agrees with it
         self.filler.share(plan.prompt.tokens)
         if superseded.done() or self.pipeline is None:
             return self._done(t0, Answer("", Source.SUPERSEDED, why="a newer request replaced it"), lang)
-        hit = self.cache.lookup(uri, plan.prefix, plan.suffix)
-        if hit == "":   # the model said the hole ends here (see _store_final)
-            return self._done(t0, Answer("", Source.CACHE, plan.mode.multiline, why="the code below follows"), lang)
-        if hit and not self._running_has_more(uri, plan, hit):
-            return self._done(t0, Answer(hit, Source.CACHE, plan.mode.multiline), lang)
-
         return await self._answer(uri, plan, superseded, t0, lead)
 
     def requests_pending(self) -> bool:

@@ -43,9 +43,9 @@ class Settings:
     backend_verify_tls: bool = True
     backend_max_in_flight: int = 2
     backend_vocab: str = ""           # a GGUF of the server model's family, for its tokens ("" : default target's)
-    # "local": the models in this server's process; "shared": in one engine process for every window (started
-    # when none answers, gone after engineIdleMinutes without a window)
-    engine: str = "local"
+    # "shared": the models in one engine process for every window (started when none answers, gone after
+    # engineIdleMinutes without a window); "local": in this server's process
+    engine: str = "shared"
     engine_idle_minutes: int = 10
     # generation (takes effect on the next request)
     speculation: bool = True
