@@ -74,6 +74,31 @@ async def test_an_answer_from_the_cache_asks_the_engine_nothing_on_the_event_loo
     assert calls and loop_thread not in calls, calls
 
 
+async def test_a_block_cut_by_the_token_limit_prefetches_what_follows_it_and_the_accept_finds_it_in_the_cache():
+    script = {"    ": "x = w * h\n    y = x + 1\n    return y\n"}
+
+    def answer(prefix: str) -> str:
+        return next((v for k, v in script.items() if prefix.endswith(k)), "") if "x = w" not in prefix \
+            else "\n    return x\n"
+
+    svc, engine = service(answer=answer)
+    svc.apply(replace(svc.settings, prefetch=True, max_tokens=20))
+    first = await svc.complete(URI, request())
+    assert first.source == "model" and first.text.startswith("x = w * h"), first
+    for _ in range(200):   # the prefetch runs in the background
+        if svc.stats.prefetches:
+            break
+        await asyncio.sleep(0.01)
+    assert svc.stats.prefetches == 1 and len(engine.generations) == 2
+    assert engine.generations[1].endswith(first.text)
+    at = TEXT.index("    \n") + 4
+    accepted = TEXT[:at] + first.text + TEXT[at:]
+    before = accepted[:at + len(first.text)]
+    got = await svc.complete(URI, request(accepted, before.count("\n"), len(before) - before.rfind("\n") - 1))
+    assert got.source == "cache" and got.text.strip() == "return x", got
+    assert len(engine.generations) == 2
+
+
 async def test_a_newer_request_supersedes_the_older_one():
     svc, engine = service(token_s=0.002)    # a prompt of ~50 tokens: 0.1 s
     older = asyncio.ensure_future(svc.complete(URI, request()))

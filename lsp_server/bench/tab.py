@@ -98,7 +98,7 @@ class TabUntilDone:
         """Let this task's prefetch end before the next task starts (it would share the model thread)."""
         svc = self.svc
         svc.on_close(uri)   # cancels its jobs
-        while svc.jobs.get(uri):
+        while svc.jobs.has(uri):
             await asyncio.sleep(0.01)
         await asyncio.sleep(0)
 

@@ -12,14 +12,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from ..context import Document
-from ..engine import CUT_SHORT, ENDS_HOLE, Generation, StopReason, make_engine, shared_prefix
+from ..engine import CUT_SHORT, ENDS_HOLE, Generation, StopReason, make_engine
 from ..engine.backend import BackendError
 from ..pipeline import CompletionRequest, Pipeline, Plan
 from .cache import TypingCache
 from .cache_writes import cache_writes
 from .fill import Filler
 from .job import CURSOR_LINE_TOKENS, Job
+from .jobs import Jobs
+from .prefetch import Prefetcher
 from .settings import Settings
 from .stats import Record, ServerStats, Source
 from .tasks import Background
@@ -54,11 +55,12 @@ class CompletionService:
         self.load_error: str | None = None
         self.cache = TypingCache()
         self.stats = ServerStats()
-        self.jobs: dict[str, list[Job]] = {}
+        self.jobs = Jobs()
         # the model thread: every model call goes through it, so at most one generation runs at a time
         self.model_pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-model")
         self.context_pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-context")
         self.filler = Filler(self)
+        self.prefetcher = Prefetcher(self)
         self._latest: dict[str, asyncio.Future] = {}   # uri -> set when a newer request for it arrives
         self._last_request: dict[str, float] = {}      # uri -> when its latest request arrived
         self.loads = 0                                  # model loads since the start (one per start, normally)
@@ -114,7 +116,7 @@ class CompletionService:
         t0 = time.perf_counter()
         self.filler.pre_empt()
         self.filler.focus = (uri, req)
-        self._cancel_background(uri)
+        self.jobs.yield_to(uri)   # other documents' prefetches: one model thread, they would hold it
         lang = req.document.language
         if self.pipeline is None:
             return self._done(t0, Answer("", Source.NOT_READY, why=self.load_error or "models are loading"), lang)
@@ -168,9 +170,13 @@ class CompletionService:
             return self._done(t0, Answer("", Source.SUPERSEDED, why="a newer request replaced it"), lang)
         return await self._answer(uri, plan, superseded, t0, lead)
 
+    def request_waits(self, uri: str) -> bool:
+        """Whether a request for this document is being answered (a prefetch for it then gives way)."""
+        return uri in self._latest
+
     def requests_pending(self) -> bool:
         """Whether a request or a prefetch holds or waits for the model (the fill then waits its turn)."""
-        return any(self.jobs.values()) or bool(self._latest)
+        return bool(len(self.jobs)) or bool(self._latest)
 
     def _page_step(self, page: Plan) -> list[int]:
         """The page's tokens up to the cursor's segment as far as a fast answer evaluates them first, while
@@ -208,36 +214,19 @@ class CompletionService:
         least = min(missing)
         return next(p for p, m in zip(order, missing) if m <= least + FAST_GAIN)
 
-    def _cancel_background(self, uri: str) -> None:
-        """Prefetches of other documents give way to a request (one model thread: they would hold it)."""
-        for other, jobs in self.jobs.items():
-            if other != uri:
-                for job in jobs:
-                    if job.waiters == 0:
-                        job.cancel.set_keeping(0)
-
     def _running_has_more(self, uri: str, plan: Plan, hit: str) -> bool:
         """Whether a generation still running for this place has written more than the cached answer (which
         was an early one): then it answers instead."""
-        for job in self.jobs.get(uri, ()):
-            if job.extends(plan.prefix, plan.suffix):
-                typed = plan.prefix[len(job.plan.prefix):]
-                return len(job.partial) - len(typed) > len(hit)
-        return False
+        job = self.jobs.extending(uri, plan.prefix, plan.suffix)
+        return job is not None and len(job.partial) - len(plan.prefix[len(job.plan.prefix):]) > len(hit)
 
     async def _answer(self, uri: str, plan: Plan, superseded: asyncio.Future, t0: float,
                       lead: list[int] | None = None) -> Answer:
         lang = plan.context.language
         loop = asyncio.get_running_loop()
-        reuse = None
-        for job in list(self.jobs.get(uri, ())):
-            if reuse is None and job.extends(plan.prefix, plan.suffix):
-                reuse = job
-            else:
-                # superseded by this newer request; its prompt evaluation goes on where the two prompts agree
-                job.cancel.set_keeping(shared_prefix(job.plan.prompt.tokens, plan.prompt.tokens))
+        reuse = self.jobs.join_or_supersede(uri, plan)
         for attempt in (1, 2):
-            job = reuse or self._start(uri, plan, lead=lead)
+            job = reuse or self.start_job(uri, plan, lead=lead)
             typed = plan.prefix[len(job.plan.prefix):]
             got = await self._wait(job, superseded, typed, one_line=not plan.mode.multiline)
             if got == "diverged":
@@ -251,9 +240,7 @@ class CompletionService:
                              ended=not early and gen is not None and gen.stop_reason in ENDS_HOLE)
             text = await loop.run_in_executor(self.context_pool, self.pipeline.finish_text, around, raw)
             self.cache.store(uri, plan.prefix, plan.suffix, text)
-            if text and self.settings.prefetch and plan.mode.multiline and gen is not None \
-                    and gen.stop_reason not in ENDS_HOLE:   # the hole is filled: nothing to prefetch
-                self._prefetch(uri, plan, text)
+            self.prefetcher.shown(uri, plan, text, gen)
             source = Source.REUSE if job is reuse else Source.FAST if job.plan.fast else Source.MODEL
             log.debug("answered (%s) after %.2fs: queue %.2fs, prompt %s", source, time.perf_counter() - t0,
                       job.queue_s, job.prompt_info)
@@ -288,44 +275,9 @@ class CompletionService:
         finally:
             job.waiters -= 1
 
-    def _prefetch(self, uri: str, plan: Plan, shown: str) -> None:
-        """Generate now what follows the suggestion just shown, as if it were accepted: typing it through or
-        accepting it then finds the next completion in the cache. Any real request pre-empts it (a request
-        that agrees with it joins it instead)."""
-        prefix = plan.prefix + shown
-        req = plan.request
-        doc = Document(req.document.path, prefix + plan.suffix, req.document.language)
-        line, col = prefix.count("\n"), len(prefix) - (prefix.rfind("\n") + 1)
-        self.tasks.spawn(self._run_prefetch(uri, replace(req, document=doc, line=line, col=col), plan.prefix),
-                         "a prefetch")
-
-    async def _run_prefetch(self, uri: str, req: CompletionRequest, base: str) -> None:
-        pipeline = self.pipeline
-        if pipeline is None or uri in self._latest or self.jobs.get(uri):
-            return
-        loop = asyncio.get_running_loop()
-        try:
-            plan = await loop.run_in_executor(self.context_pool, pipeline.plan, req)
-        except Exception as e:   # the edit that followed made the place invalid: nothing to prefetch
-            log.debug("prefetch at %s:%d not planned: %s", uri.rsplit("/", 1)[-1], req.line + 1, e)
-            return
-        if (not plan.mode.complete or uri in self._latest or self.jobs.get(uri) or self.pipeline is not pipeline
-                or self.cache.lookup(uri, plan.prefix, plan.suffix, count=False) is not None or self.too_far(plan)):
-            return   # (a prompt far from cached: filling its page comes first)
-        job = self._start(uri, plan, base=base)
-        try:
-            gen = await asyncio.shield(job.future)
-        except Exception as e:   # the engine's fault was the job's own to report (_finished); none to store
-            log.debug("prefetch at %s:%d failed: %s", uri.rsplit("/", 1)[-1], req.line + 1, e)
-            return
-        if gen is None or gen.stop_reason == StopReason.CANCELLED:
-            return
-        # its answer reaches the cache through _store_final, like every finished generation
-        self.stats.prefetches += 1
-        self.stats.prefetch_tokens += len(gen.tokens)
-
-    def _start(self, uri: str, plan: Plan, base: str | None = None, lead: list[int] | None = None) -> Job:
-        """`lead`: tokens of another prompt (the page's) to evaluate first, kept in the KV store."""
+    def start_job(self, uri: str, plan: Plan, base: str | None = None, lead: list[int] | None = None) -> Job:
+        """A generation for this plan on the model thread. `base`: a prefetch's (see Job); `lead`: tokens of
+        another prompt (the page's) to evaluate first, kept in the KV store."""
         job = Job(uri, plan, base)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("start a %s job at %s:%d (%s prompt, %d tokens, %d not cached%s)",
@@ -349,16 +301,12 @@ class CompletionService:
                 return pipeline.generate(plan, job.cancel, on_text=job.set_partial, on_prompt=job.set_prompt)
 
         job.future = asyncio.get_running_loop().run_in_executor(self.model_pool, run)
-        self.jobs.setdefault(uri, []).append(job)
+        self.jobs.add(job)
         job.future.add_done_callback(lambda f: self._finished(job, f))
         return job
 
     def _finished(self, job: Job, fut: asyncio.Future) -> None:
-        jobs = self.jobs.get(job.uri, [])
-        if job in jobs:
-            jobs.remove(job)
-        if not jobs:
-            self.jobs.pop(job.uri, None)
+        self.jobs.remove(job)
         self.filler.kick()
         if fut.cancelled() or fut.exception() is not None:
             return
@@ -406,15 +354,10 @@ class CompletionService:
 
     def on_edit(self, uri: str, text: str) -> None:
         """An edit supersedes the document's work unless it only typed what a generation is writing."""
-        for job in list(self.jobs.get(uri, ())):
-            if not job.survives(text):
-                p0 = job.plan.prefix
-                same_above = text.startswith(p0[:p0.rfind("\n") + 1])
-                job.cancel.set_keeping(self._near_cursor_keep(job.plan) if same_above else 0)
+        self.jobs.edited(uri, text, self._near_cursor_keep)
 
     def on_close(self, uri: str) -> None:
-        for job in self.jobs.get(uri, ()):
-            job.cancel.set()
+        self.jobs.cancel(uri)
         self.cache.forget(uri)
         self.filler.forget(uri)
         self._last_request.pop(uri, None)
@@ -441,9 +384,7 @@ class CompletionService:
     def cancel_all(self) -> None:
         self.filler.pre_empt()
         self.filler.cancel.set()
-        for jobs in self.jobs.values():
-            for job in jobs:
-                job.cancel.set()
+        self.jobs.cancel()
 
     # ---- what the protocol stage shows and counts -----------------------------------------------------
 
@@ -478,7 +419,7 @@ class CompletionService:
             "definition_index": {"documents": len(self.pipeline.index) if self.pipeline else 0,
                                  "limit": self.pipeline.index.limit if self.pipeline else None},
             "records": {"entries": len(self.stats.records), "limit": self.stats.records.maxlen},
-            "jobs": sum(len(v) for v in self.jobs.values()),
+            "jobs": len(self.jobs),
             "pending_requests": len(self._latest),
         }
         if self.pipeline is not None:
