@@ -13,7 +13,7 @@ end
 vim.opt.rtp:prepend(repo .. "/editors/neovim")
 vim.opt.completeopt = { "menuone", "noinsert" }
 require("tandem").setup({ cmd = { os.getenv("TANDEM_PYTHON"), "-m", "lsp_server.cli.main", "serve" },
-                          settings = { timeBudgetMs = 30000 } })
+                          settings = { timeBudgetMs = 30000 }, suggestions = "popup" })
 
 -- the test runs as a coroutine resumed by a timer, so the main loop handles input, LSP and autocommands
 local function wait_until(cond, seconds)

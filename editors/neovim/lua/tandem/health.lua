@@ -9,7 +9,10 @@ function M.check()
   if vim.lsp.inline_completion then
     h.ok(string.format("Neovim %d.%d.%d: ghost text (vim.lsp.inline_completion)", v.major, v.minor, v.patch))
   elseif vim.lsp.completion then
-    h.ok(string.format("Neovim %d.%d.%d: completions in the popup (0.12 shows ghost text)", v.major, v.minor, v.patch))
+    local popup = require("tandem").config.suggestions == "popup"
+    h.ok(string.format("Neovim %d.%d.%d: %s", v.major, v.minor, v.patch, popup
+      and "completions in the popup (suggestions = \"popup\")"
+      or "the plugin's ghost text (<Tab>, <M-Right> a word, <M-C-Right> a line)"))
   else
     h.error("Neovim 0.11 or newer is needed (vim.lsp.completion)")
   end

@@ -1,6 +1,7 @@
 -- Tandem for Neovim: starts `tandem serve` for the configured filetypes and turns on completion from it:
--- ghost text (vim.lsp.inline_completion) on 0.12+, the completion popup (vim.lsp.completion) on 0.11; and tells
--- the server where the cursor went (tandem/didMoveCursor) so it fills its KV cache there before the first key.
+-- ghost text (vim.lsp.inline_completion) on 0.12+; on 0.11 ghost text of the plugin's own (ghost.lua: accept all,
+-- the next word or the next line) or, with `suggestions = "popup"`, the completion popup (vim.lsp.completion); and
+-- tells the server where the cursor went (tandem/didMoveCursor) so it fills its KV cache there before the first key.
 local M = {}
 
 M.defaults = {
@@ -11,7 +12,10 @@ M.defaults = {
   settings = {},          -- initializationOptions: the server's settings (README, "Settings")
   debounce_ms = 150,      -- 0.11: ask for a completion this long after the last keystroke
   cursor_rest_ms = 150,   -- report a cursor move (no edit in it) once the cursor has rested this long; 0: never
-  keymaps = { accept = "<Tab>" },  -- 0.12 ghost text; on 0.11 the popup accepts with <C-y>
+  suggestions = "ghost",  -- 0.11: "ghost" (the plugin's ghost text) or "popup" (the completion menu, <C-y>)
+  -- accept: the whole suggestion (0.12 and 0.11 ghost text); accept_word / accept_line: its next word or line,
+  -- and suggest: ask here and now, where an automatic request would skip (0.11 ghost text); false: not mapped
+  keymaps = { accept = "<Tab>", accept_word = "<M-Right>", accept_line = "<M-C-Right>", suggest = "<M-\\>" },
 }
 
 M.config = vim.deepcopy(M.defaults)
@@ -62,13 +66,14 @@ local function report_moves(client, bufnr)
 end
 
 local ACCEPT_DESC = "Tandem: accept the suggestion"
+local ACCEPT_DESCS = { all = ACCEPT_DESC, word = ACCEPT_DESC .. "'s next word", line = ACCEPT_DESC .. "'s next line" }
 
 -- What the accept key did before Tandem mapped it (a completion or snippet plugin's <Tab>, or the key itself):
 -- done when there is no suggestion, so those plugins keep their key. Our mapping is not an expr one, so a
 -- plugin's function may change the buffer.
 function M.fallback(key)
   local prev = vim.fn.maparg(key, "i", false, true)
-  if vim.tbl_isempty(prev) or prev.desc == ACCEPT_DESC then
+  if vim.tbl_isempty(prev) or (prev.desc or ""):sub(1, #ACCEPT_DESC) == ACCEPT_DESC then
     return function() vim.api.nvim_feedkeys(vim.keycode(key), "ni", false) end
   end
   local mode = (prev.noremap == 1 and "n" or "m") .. "i"   -- i: before what is typed next
@@ -97,11 +102,27 @@ function M.on_attach(client, bufnr)
         if not vim.lsp.inline_completion.get() then fallback() end
       end, { buffer = bufnr, desc = ACCEPT_DESC })
     end
-  else
+  elseif M.config.suggestions == "popup" then
     -- 0.11: the popup, asked for after each pause in typing (the server's trigger characters alone
     -- would ask too rarely for code completion)
     vim.lsp.completion.enable(true, client.id, bufnr, { autotrigger = true })
     ask_later(bufnr)
+  else
+    local ghost = require("tandem.ghost")
+    ghost.attach(client, bufnr, M.config.debounce_ms)
+    local keys = M.config.keymaps
+    for how, key in pairs({ all = keys.accept, word = keys.accept_word, line = keys.accept_line }) do
+      if key then
+        local fallback = M.fallback(key)
+        vim.keymap.set("i", key, function()
+          if not ghost.accept(bufnr, how) then fallback() end
+        end, { buffer = bufnr, desc = ACCEPT_DESCS[how] })
+      end
+    end
+    if keys.suggest then
+      vim.keymap.set("i", keys.suggest, function() ghost.ask(client, bufnr, true) end,
+        { buffer = bufnr, desc = "Tandem: a suggestion here, now" })
+    end
   end
 end
 
