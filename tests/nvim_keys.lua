@@ -1,5 +1,5 @@
--- The plugin's accept key on Neovim 0.12's ghost-text path, in a headless 0.11 with vim.lsp.inline_completion
--- stood in for (the suggestion there or not): with a suggestion the key accepts it; without, it does what the
+-- The plugin's accept key on Neovim 0.12's own ghost-text path (suggestions = "native"), in a headless 0.11 with
+-- vim.lsp.inline_completion stood in for (the suggestion there or not): with a suggestion the key accepts it; without, it does what the
 -- mapping it replaced did (a completion plugin's <Tab>), or types the key where there was none. And :Tandem.
 vim.opt.rtp:prepend(os.getenv("TANDEM_REPO") .. "/editors/neovim")
 local out = {}
@@ -10,6 +10,7 @@ vim.lsp.inline_completion = {
 }
 local tandem = require("tandem")
 tandem.config.cursor_rest_ms = 0
+tandem.config.suggestions = "native"
 
 local function type_keys(keys) vim.api.nvim_feedkeys(vim.keycode(keys), "tx", false) end
 

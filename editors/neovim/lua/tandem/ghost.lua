@@ -10,6 +10,7 @@ M.hl = "Comment"
 local shown = {}   -- bufnr -> { client, row, col, tick, text, item, full, req }
 
 local function valid(bufnr) return vim.api.nvim_buf_is_valid(bufnr) end
+local function buf(bufnr) return (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr end
 
 function M.clear(bufnr)
   local s = shown[bufnr]
@@ -32,7 +33,7 @@ end
 
 --- The suggestion shown in this buffer (0 or nil: the current one), the part not yet taken; or nil.
 function M.text(bufnr)
-  local s = shown[(bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr]
+  local s = shown[buf(bufnr)]
   return s and s.text or nil
 end
 
@@ -111,8 +112,10 @@ function M.piece(text, how)
   return text
 end
 
---- Take all, the next word or the next line of the suggestion shown here; false when none is shown.
+--- Take all, the next word or the next line of the suggestion shown in this buffer (0: the current one); false
+--- when none is shown.
 function M.accept(bufnr, how)
+  bufnr = buf(bufnr)
   local s = shown[bufnr]
   if not (s and s.text and s.text ~= "") then return false end
   local piece = M.piece(s.text, how)

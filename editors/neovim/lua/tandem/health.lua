@@ -6,15 +6,17 @@ function M.check()
   local h = vim.health
   h.start("tandem")
   local v = vim.version()
-  if vim.lsp.inline_completion then
-    h.ok(string.format("Neovim %d.%d.%d: ghost text (vim.lsp.inline_completion)", v.major, v.minor, v.patch))
-  elseif vim.lsp.completion then
-    local popup = require("tandem").config.suggestions == "popup"
-    h.ok(string.format("Neovim %d.%d.%d: %s", v.major, v.minor, v.patch, popup
-      and "completions in the popup (suggestions = \"popup\")"
-      or "the plugin's ghost text (<Tab>, <M-Right> a word, <M-C-Right> a line)"))
-  else
+  local how = require("tandem").config.suggestions
+  local ver = string.format("Neovim %d.%d.%d: ", v.major, v.minor, v.patch)
+  if not vim.lsp.completion then
     h.error("Neovim 0.11 or newer is needed (vim.lsp.completion)")
+  elseif how == "native" and vim.lsp.inline_completion then
+    h.ok(ver .. "Neovim's ghost text (vim.lsp.inline_completion; <Tab> accepts)")
+  elseif how == "popup" then
+    h.ok(ver .. "completions in the popup (suggestions = \"popup\")")
+  else
+    if how == "native" then h.warn(ver .. "suggestions = \"native\" needs 0.12 (vim.lsp.inline_completion)") end
+    h.ok(ver .. "the plugin's ghost text (<Tab>, <M-Right> a word, <M-C-Right> a line, <M-\\> asks)")
   end
   local cfg = require("tandem").config
   local exe = cfg.cmd and cfg.cmd[1]

@@ -1,7 +1,8 @@
--- Tandem for Neovim: starts `tandem serve` for the configured filetypes and turns on completion from it:
--- ghost text (vim.lsp.inline_completion) on 0.12+; on 0.11 ghost text of the plugin's own (ghost.lua: accept all,
--- the next word or the next line) or, with `suggestions = "popup"`, the completion popup (vim.lsp.completion); and
--- tells the server where the cursor went (tandem/didMoveCursor) so it fills its KV cache there before the first key.
+-- Tandem for Neovim: starts `tandem serve` for the configured filetypes and turns on completion from it: ghost
+-- text of the plugin's own (ghost.lua: accept all, the next word or the next line), or with `suggestions` Neovim's
+-- own ghost text on 0.12+ ("native", vim.lsp.inline_completion) or the completion popup ("popup",
+-- vim.lsp.completion); and tells the server where the cursor went (tandem/didMoveCursor) so it fills its KV cache
+-- there before the first key.
 local M = {}
 
 M.defaults = {
@@ -9,12 +10,14 @@ M.defaults = {
   filetypes = { "python", "typescript", "typescriptreact", "javascript", "javascriptreact", "go", "rust",
                 "java", "c", "cpp", "lua" },
   root_markers = { ".git", "pyproject.toml", "package.json", "go.mod", "Cargo.toml" },
-  settings = {},          -- initializationOptions: the server's settings (README, "Settings")
+  settings = {},          -- initializationOptions: the server's settings (docs/settings.md)
   debounce_ms = 150,      -- 0.11: ask for a completion this long after the last keystroke
   cursor_rest_ms = 150,   -- report a cursor move (no edit in it) once the cursor has rested this long; 0: never
-  suggestions = "ghost",  -- 0.11: "ghost" (the plugin's ghost text) or "popup" (the completion menu, <C-y>)
-  -- accept: the whole suggestion (0.12 and 0.11 ghost text); accept_word / accept_line: its next word or line,
-  -- and suggest: ask here and now, where an automatic request would skip (0.11 ghost text); false: not mapped
+  -- "ghost" (the plugin's ghost text), "native" (0.12+: vim.lsp.inline_completion; accept only) or "popup" (the
+  -- completion menu, <C-y>)
+  suggestions = "ghost",
+  -- accept: the whole suggestion ("ghost", "native"); accept_word / accept_line: its next word or line, and
+  -- suggest: ask here and now, where an automatic request would skip ("ghost"); false: not mapped
   keymaps = { accept = "<Tab>", accept_word = "<M-Right>", accept_line = "<M-C-Right>", suggest = "<M-\\>" },
 }
 
@@ -93,7 +96,8 @@ end
 
 function M.on_attach(client, bufnr)
   report_moves(client, bufnr)
-  if vim.lsp.inline_completion then
+  local how = M.config.suggestions
+  if how == "native" and vim.lsp.inline_completion then
     vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
     local key = M.config.keymaps.accept
     if key then
@@ -102,8 +106,8 @@ function M.on_attach(client, bufnr)
         if not vim.lsp.inline_completion.get() then fallback() end
       end, { buffer = bufnr, desc = ACCEPT_DESC })
     end
-  elseif M.config.suggestions == "popup" then
-    -- 0.11: the popup, asked for after each pause in typing (the server's trigger characters alone
+  elseif how == "popup" then
+    -- the popup, asked for after each pause in typing (the server's trigger characters alone
     -- would ask too rarely for code completion)
     vim.lsp.completion.enable(true, client.id, bufnr, { autotrigger = true })
     ask_later(bufnr)
