@@ -34,6 +34,7 @@ class CompletionRequest:
     # head names files relative to it (None: no context from disk)
     root: str | None = None
     recent: tuple = ()              # recently edited and viewed code of other files (context.ring.Chunk)
+    exclude: tuple[str, ...] = ()   # the user's patterns of files never read as context (settings.exclude)
     at_rest: bool = False           # not typing (a new place, or a pause): the longer suffix (PromptBudget)
 
 
@@ -144,7 +145,7 @@ class Pipeline:
         """The request after the context and prompt stages. `fast`: a short prompt of the nearest lines, for an
         answer now where the cached state covers too little of the page's prompt."""
         ctx = gather(req.document, req.line, req.col, req.others, self.index, self.budget.context_tokens,
-                     self.files_chosen, self.outlines, root=req.root, recent=req.recent,
+                     self.files_chosen, self.outlines, root=req.root, recent=req.recent, exclude=req.exclude,
                      near_tokens=self.budget.near_tokens)
         if req.multiline is not None:
             ctx.mode = Mode(True, req.multiline, "asked")

@@ -192,6 +192,26 @@ def test_excluded_files_are_never_opened(tmp_path, monkeypatch):
     assert not ex.excluded(str(root / "src" / "shop" / "pricing.py"))
 
 
+def test_the_users_own_rules_refuse_completion_where_gitignore_only_keeps_files_out_of_context(tmp_path):
+    """Excluder.by_user: what gets no completion (the secret list, the exclude setting's patterns, .tandemignore);
+    a file .gitignore names is still completed in, only never read as context; the setting reaches the reads."""
+    (tmp_path / ".gitignore").write_text("local_*.py\n")
+    (tmp_path / ".tandemignore").write_text("generated/\n")
+    ex = Excluder(str(tmp_path), ("*.gen.ts", "vendor/big/"))
+    assert ex.by_user(str(tmp_path / "generated" / "api.py"))          # .tandemignore, a folder
+    assert ex.by_user(str(tmp_path / "web" / "types.gen.ts"))          # a name pattern, anywhere below the root
+    assert ex.by_user(str(tmp_path / "vendor" / "big" / "x.py"))       # a folder pattern of the setting
+    assert ex.by_user(str(tmp_path / ".env"))
+    assert Excluder(str(tmp_path), ("!.env",)).by_user(str(tmp_path / ".env"))   # no pattern takes a secret back
+    assert not ex.by_user(str(tmp_path / "local_settings.py")) and ex.excluded(str(tmp_path / "local_settings.py"))
+    assert not ex.by_user(str(tmp_path / "vendor" / "small.py")) and not ex.by_user(str(tmp_path / "src" / "a.py"))
+    assert ex.by_user("/elsewhere/x.gen.ts") and not ex.by_user("/elsewhere/x.py")   # outside the root: by name
+    assert Excluder(None, ("*.gen.ts",)).by_user("/x/y.gen.ts")
+    # the setting's patterns keep files out of the project's reads from disk too
+    assert project_mod.project_for(str(tmp_path), ("*.gen.ts",)).excluder.excluded(str(tmp_path / "a.gen.ts"))
+    assert not project_mod.project_for(str(tmp_path)).excluder.excluded(str(tmp_path / "a.gen.ts"))
+
+
 def test_gitignore_files_below_the_root_and_negations(tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / ".gitignore").write_text("*.gen.ts\n!keep.gen.ts\n")

@@ -218,6 +218,26 @@ async def test_bad_input_gets_an_error_and_the_server_stays_up(client: LanguageC
     assert (await inline(client, uri, blank_cursor(text))).strip()
 
 
+async def test_a_file_the_user_excludes_gets_no_completion_until_the_setting_lets_it(client: LanguageClient,
+                                                                                     tmp_path):
+    """The exclude setting, changed while the file is open: the file is refused with one message, and answered
+    again once the pattern is gone."""
+    uri, _ = open_doc(client, tmp_path / "gen_report.py", text="def total(xs):\n    s = 0\n    \n    return s\n")
+    here = types.Position(line=2, character=4)
+    await inline(client, uri, here)
+    said = lambda: sum("is excluded" in m.message for m in client.messages)
+    before = said()
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {"exclude": ["gen_*.py"]}}))
+    await asyncio.sleep(0.5)
+    assert said() == before + 1
+    await expect_error(inline(client, uri, here), -32602, "excluded")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"tandem": {"exclude": []}}))
+    await asyncio.sleep(0.5)
+    await inline(client, uri, here)   # no error
+    assert (await stats(client))["settings"]["exclude"] == []
+
+
 async def test_asked_for_by_key_it_answers_where_typing_would_not(client: LanguageClient, tmp_path):
     """Code right of the cursor: no ghost text while typing (rarely right there), an answer when the user asks
     (VS Code's Alt+\\, an inline request with triggerKind Invoked)."""

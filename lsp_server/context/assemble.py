@@ -161,11 +161,12 @@ def scopes_open_at_end(tree, text: str, indent_of_next: int) -> str:
 def gather(doc: Document, line: int, col: int, others: list[Document], index: DefinitionIndex,
            context_tokens: int, chosen: DocumentFiles | None = None,
            outlines: PageOutlines | None = None, root: str | None = None,
-           recent: Sequence[Chunk] = (), near_tokens: int = 0) -> CursorContext:
+           recent: Sequence[Chunk] = (), near_tokens: int = 0, exclude: tuple[str, ...] = ()) -> CursorContext:
     """The context of a cursor. `root`: the workspace root, whose files the document imports are read from disk
     for their definitions (None: none); `recent`: the ring's chunks of recently edited and viewed code. With
     either, the head's files are chosen by project_files; without, from the other open documents only.
-    `near_tokens`: the room of the fast prompt's files (the imported definitions the nearest code uses)."""
+    `near_tokens`: the room of the fast prompt's files (the imported definitions the nearest code uses);
+    `exclude`: the user's patterns of files never read (settings.exclude)."""
     prefix, suffix = doc.split(line, col)
     tree = parse(doc.text, doc.language)   # once, for the mode
     mode = decide(prefix, suffix, doc.language, tree)
@@ -199,7 +200,8 @@ def gather(doc: Document, line: int, col: int, others: list[Document], index: De
     shown_path = repo = None
     if root is not None or recent:
         files, near_files, shown_path, repo = project_files(doc, line, col, prefix, suffix, tree, others, same,
-                                                            index, context_tokens, chosen, root, recent, near_tokens)
+                                                            index, context_tokens, chosen, root, recent, near_tokens,
+                                                            exclude)
     elif same and context_tokens > 0:
         def choose() -> list[tuple[str, str]]:
             defs = [d for o in same for d in index.definitions(o)]
@@ -273,14 +275,14 @@ def near_of(prefix: str, suffix: str, func) -> Near:
 
 def project_files(doc: Document, line: int, col: int, prefix: str, suffix: str, tree, others: list[Document],
                   same: list[Document], index: DefinitionIndex, context_tokens: int, chosen: DocumentFiles | None,
-                  root: str | None, recent: Sequence[Chunk], near_tokens: int = 0
+                  root: str | None, recent: Sequence[Chunk], near_tokens: int = 0, exclude: tuple[str, ...] = ()
                   ) -> tuple[list[tuple[str, str]], list[tuple[str, str]], str | None, str | None]:
     """The head's files with the project around the document: (files, the fast prompt's files, the document's
     path as shown, repo)."""
-    project: Project | None = project_for(root) if root and os.path.isdir(root) else None
+    project: Project | None = project_for(root, exclude) if root and os.path.isdir(root) else None
     if project is not None and not project.inside(doc.path):
         project = None
-    excluder = project.excluder if project is not None else Excluder(None)
+    excluder = project.excluder if project is not None else Excluder(None, exclude)
     shown = project.shown if project is not None else (lambda p: p)
     shown_path = shown(doc.path) if project is not None else None
     repo = os.path.basename(project.root) if project is not None else None

@@ -100,6 +100,28 @@ class Excluder:
                 return True
         return False
 
+    def by_user(self, path: str) -> bool:
+        """Whether the user's own rules name the file, whatever .gitignore says: the secret list, the extra globs
+        and the workspace's .tandemignore. Such a file gets no completion either (a file .gitignore names does:
+        only its use as context from disk is off)."""
+        if is_secret(path):
+            return True
+        rel = self.relative(os.path.abspath(path))
+        if rel is None:   # outside the root (or no root): the extra globs, against the file's name
+            return bool(self._extra_spec and self._extra_spec.match_file(os.path.basename(path)))
+        parts = rel.split("/")
+        for i in range(1, len(parts) + 1):
+            sub = "/".join(parts[:i]) + ("/" if i < len(parts) else "")
+            verdict = None
+            tandem = _spec_of(os.path.join(self.root, WORKSPACE_IGNORE))
+            if tandem is not None:
+                verdict = _check(tandem, sub, verdict)
+            if self._extra_spec is not None:
+                verdict = _check(self._extra_spec, sub, verdict)
+            if verdict:
+                return True
+        return False
+
     def relative(self, path: str) -> str | None:
         """The path relative to the root, with "/" separators; None outside it."""
         if self.root is None:

@@ -1041,12 +1041,12 @@ def ranked_in_file(cands: list[Candidate], text: str) -> list[Candidate]:
 _projects = _Lru(limit=8)
 
 
-def project_for(root: str) -> Project:
-    """One Project per root (its Excluder reads the ignore files again when they change)."""
-    key = os.path.realpath(root)
+def project_for(root: str, exclude: tuple[str, ...] = ()) -> Project:
+    """One Project per root and `exclude` setting (its Excluder reads the ignore files again when they change)."""
+    key = (os.path.realpath(root), tuple(exclude))
     hit = _projects.get(key)
     if hit is None:
-        hit = Project(key)
+        hit = Project(key[0], Excluder(key[0], exclude))
         _projects.put(key, hit)
     return hit
 

@@ -1,5 +1,5 @@
 """Open documents: pygls keeps the text in step with the editor (incremental sync); here we refuse what cannot
-or must not be completed (too large, binary, a secret file), tell the service about edits, and turn a document into a pipeline value."""
+or must not be completed (too large, binary, a secret file, one the user excluded), tell the service about edits, and turn a document into a pipeline value."""
 from __future__ import annotations
 
 from lsprotocol import types
@@ -36,6 +36,9 @@ def _check(ls: TandemServer, doc: TextDocument, announce: bool) -> None:
         # another file's prompt (a backend sends prompts off the machine); cannot be turned off
         why = (f"{doc.filename or doc.uri} is a secret file (.env, keys, credentials: the built-in list); no "
                f"completions in it, and its text never enters a prompt")
+    elif ls.excluder().by_user(to_fs_path(doc.uri) or doc.uri):
+        why = (f"{doc.filename or doc.uri} is excluded (the exclude setting or the workspace's .tandemignore); no "
+               f"completions in it, and its text never enters a prompt")
     elif size > ls.settings.max_file_bytes:
         why = (f"{doc.filename or doc.uri} is {size:,} bytes, over the {ls.settings.max_file_bytes:,}-byte limit; "
                f"no completions in it")
@@ -51,6 +54,12 @@ def _check(ls: TandemServer, doc: TextDocument, announce: bool) -> None:
             ls.message(types.MessageType.Warning, why)
     else:
         ls.refused.pop(doc.uri, None)
+
+
+def recheck(ls: TandemServer) -> None:
+    """The open documents judged again (the exclude setting changed): each newly refused one is said once."""
+    for doc in list(ls.workspace.text_documents.values()):
+        _check(ls, doc, announce=True)
 
 
 def open_document(ls: TandemServer, uri: str) -> TextDocument:
@@ -93,7 +102,7 @@ def request_for(ls: TandemServer, doc: TextDocument, line: int, col: int) -> Com
     if not ls.settings.project_context:
         return CompletionRequest(snapshot(doc), line, col, others=others)
     return CompletionRequest(snapshot(doc), line, col, others=others, root=ls.workspace_root,
-                             recent=ls.ring.chunks())
+                             recent=ls.ring.chunks(), exclude=ls.settings.exclude)
 
 
 def record(ls: TandemServer, doc: TextDocument, line: int, kind: str, end: int | None = None) -> None:

@@ -9,6 +9,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ..service.settings import Settings, SettingsError, load_files
+from .documents import recheck
 from .lines import use_lsp_lines
 from .server import TandemServer
 
@@ -51,6 +52,8 @@ def register(server: TandemServer) -> None:
             ls.message(types.MessageType.Error, f"configuration change ignored: {e}")
             return
         old, ls.settings = ls.settings, new
+        if new.exclude != old.exclude:
+            recheck(ls)
         if ls.load_task is not None and not ls.load_task.done():
             # every client sends its configuration right after `initialized`, while the models load: the load
             # takes the newest settings when it ends (and loads again only if they name other models)

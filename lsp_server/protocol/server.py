@@ -15,6 +15,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification
 
 from .. import __version__
+from ..context.exclude import Excluder
 from ..context.ring import Ring
 from ..service import CompletionService, Settings
 
@@ -101,6 +102,16 @@ class TandemServer(LanguageServer):
         self.workspace_root: str | None = None
         self.ring = Ring()                     # recently edited and viewed code, for other documents' prompts
         self.load_task: asyncio.Task | None = None
+        self._excluder: Excluder | None = None
+
+    def excluder(self) -> Excluder:
+        """The workspace's rules of what is never completed nor read (made again when the root or the exclude
+        setting changes; it reads .tandemignore again when that changes)."""
+        root, extra = self.workspace_root, tuple(self.settings.exclude)
+        ex = self._excluder
+        if ex is None or ex.extra != extra or ex.root != (os.path.realpath(root) if root else None):
+            ex = self._excluder = Excluder(root, extra)
+        return ex
 
     def report_server_error(self, error: Exception, source) -> None:
         # a body that is not JSON (or not UTF-8) is the client's fault: JSON-RPC answers it with -32700 and id

@@ -86,6 +86,10 @@ class Settings:
     # pays: on 2026-12-02 it cost typing a median of 0.3 s (tandem visits: typing p50 336 / 476 ms on, 124 ms
     # off, 106 / 111 ms before it) and showed no gain on 16 real holes yet (README)
     project_context: bool = False
+    # files never completed in nor read as context, gitignore patterns relative to the workspace root (a pattern
+    # without "/" matches a file's name anywhere), beside the workspace's .tandemignore and the built-in list of
+    # secret files (.env, keys, credentials), which no setting turns off
+    exclude: tuple[str, ...] = ()
     # with projectContext, a fast prompt's room for the definitions from other files that its nearest lines use.
     # Off: on the tune half's 36 cross-file holes (scripts/eval-real-prompts.py, 2026-12-02) the first lines right
     # were 7 / 8 / 8 with 0 / 128 / 256 tokens of them in the 192-token fast prompt and 11 / 11 / 10 in the 384 one
