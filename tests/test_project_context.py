@@ -323,6 +323,23 @@ def test_the_fast_prompt_shows_the_definitions_its_nearest_lines_use_and_nothing
     assert Settings(fast_context_tokens=128).prompt_budget().near_tokens == 0
 
 
+def test_an_open_secret_files_text_enters_no_other_files_context():
+    """Other open documents are context, but never a secret file (the protocol also leaves out every document it
+    refused: excluded by the user, too large, binary)."""
+    doc = Document("/w/app.py", "from config import load\n\n\ndef connect():\n    token = API_TOKEN\n    \n", "python")
+    others = [Document("/w/.env", "API_TOKEN = 'env-secret-1'\ndef API_TOKEN():\n    return 'env-secret-2'\n",
+                       "python"),
+              Document("/w/config.py", "API_TOKEN = 'from-config'\n\n\ndef load():\n    return API_TOKEN\n", "python")]
+    for root in (None, "/w"):
+        ctx = gather(doc, 5, 4, others, DefinitionIndex(), 512, DocumentFiles(), root=root)
+        text = "".join(t for _, t in ctx.files)
+        assert "def load" in text and "env-secret" not in text, ctx.files
+        # the same text under another name is context (so the line above could fail)
+        plain = [replace(others[0], path="/w/values.py")] + others[1:]
+        ctx = gather(doc, 5, 4, plain, DefinitionIndex(), 512, DocumentFiles(), root=root)
+        assert "env-secret" in "".join(t for _, t in ctx.files), ctx.files
+
+
 def test_module_at_the_cursor_brings_its_definitions(tmp_path):
     root = tmp_path / "repo"
     shutil.copytree(PROJECT / "python", root)

@@ -110,10 +110,10 @@ class Excluder:
         if rel is None:   # outside the root (or no root): the extra globs, against the file's name
             return bool(self._extra_spec and self._extra_spec.match_file(os.path.basename(path)))
         parts = rel.split("/")
-        for i in range(1, len(parts) + 1):
+        tandem = _spec_of(os.path.join(self.root, WORKSPACE_IGNORE))
+        for i in range(1, len(parts) + 1):   # a folder a rule names hides what it holds
             sub = "/".join(parts[:i]) + ("/" if i < len(parts) else "")
             verdict = None
-            tandem = _spec_of(os.path.join(self.root, WORKSPACE_IGNORE))
             if tandem is not None:
                 verdict = _check(tandem, sub, verdict)
             if self._extra_spec is not None:
