@@ -90,7 +90,7 @@ class Excluder:
 
     def _excluded(self, path: str) -> bool:
         if self.root is None:
-            return bool(self._extra_spec and self._extra_spec.match_file(os.path.basename(path)))
+            return self._extra_by_name(path)
         real = os.path.realpath(path)
         if is_secret(real):
             return True
@@ -107,20 +107,13 @@ class Excluder:
         if is_secret(path):
             return True
         rel = self.relative(os.path.abspath(path))
-        if rel is None:   # outside the root (or no root): the extra globs, against the file's name
-            return bool(self._extra_spec and self._extra_spec.match_file(os.path.basename(path)))
-        parts = rel.split("/")
-        tandem = _spec_of(os.path.join(self.root, WORKSPACE_IGNORE))
-        for i in range(1, len(parts) + 1):   # a folder a rule names hides what it holds
-            sub = "/".join(parts[:i]) + ("/" if i < len(parts) else "")
-            verdict = None
-            if tandem is not None:
-                verdict = _check(tandem, sub, verdict)
-            if self._extra_spec is not None:
-                verdict = _check(self._extra_spec, sub, verdict)
-            if verdict:
-                return True
-        return False
+        if rel is None:   # outside the root (or no root)
+            return self._extra_by_name(path)
+        return self._ignored(rel, user_only=True)
+
+    def _extra_by_name(self, path: str) -> bool:
+        """Where no root places a file: the extra globs, against its name."""
+        return bool(self._extra_spec and self._extra_spec.match_file(os.path.basename(path)))
 
     def relative(self, path: str) -> str | None:
         """The path relative to the root, with "/" separators; None outside it."""
@@ -131,32 +124,34 @@ class Excluder:
             return None
         return rel.replace(os.sep, "/")
 
-    def _ignored(self, rel: str) -> bool:
+    def _ignored(self, rel: str, user_only: bool = False) -> bool:
+        """`user_only`: only the user's own rules (.tandemignore, the extra globs), not git's."""
         parts = rel.split("/")
-        if any(p in NEVER_DIRS for p in parts[:-1]):
+        if not user_only and any(p in NEVER_DIRS for p in parts[:-1]):
             return True
         # a folder that is ignored hides all it holds (git does not look inside it to re-include anything)
         for i in range(1, len(parts)):
-            if self._decide("/".join(parts[:i]) + "/"):
+            if self._decide("/".join(parts[:i]) + "/", user_only):
                 return True
-        return self._decide(rel)
+        return self._decide(rel, user_only)
 
-    def _decide(self, rel: str) -> bool:
+    def _decide(self, rel: str, user_only: bool = False) -> bool:
         """What the ignore files say of one path (a folder's ends with "/"): the last word wins, deeper
         files' over the root's, .tandemignore's and the extra globs' over all."""
         verdict = None
         parts = rel.rstrip("/").split("/")
         root = self.root
-        info = _spec_of(os.path.join(root, ".git", "info", "exclude"))
-        if info is not None:
-            verdict = _check(info, rel, verdict)
-        for depth in range(len(parts)):
-            folder = os.path.join(root, *parts[:depth])
-            sub = "/".join(parts[depth:]) + ("/" if rel.endswith("/") else "")
-            for name in IGNORE_FILES:
-                spec = _spec_of(os.path.join(folder, name))
-                if spec is not None:
-                    verdict = _check(spec, sub, verdict)
+        if not user_only:
+            info = _spec_of(os.path.join(root, ".git", "info", "exclude"))
+            if info is not None:
+                verdict = _check(info, rel, verdict)
+            for depth in range(len(parts)):
+                folder = os.path.join(root, *parts[:depth])
+                sub = "/".join(parts[depth:]) + ("/" if rel.endswith("/") else "")
+                for name in IGNORE_FILES:
+                    spec = _spec_of(os.path.join(folder, name))
+                    if spec is not None:
+                        verdict = _check(spec, sub, verdict)
         tandem = _spec_of(os.path.join(root, WORKSPACE_IGNORE))
         if tandem is not None:
             verdict = _check(tandem, rel, verdict)

@@ -176,7 +176,7 @@ class CompletionService:
 
     def requests_pending(self) -> bool:
         """Whether a request or a prefetch holds or waits for the model (the fill then waits its turn)."""
-        return bool(len(self.jobs)) or bool(self._latest)
+        return bool(self.jobs) or bool(self._latest)
 
     def _page_step(self, page: Plan) -> list[int]:
         """The page's tokens up to the cursor's segment as far as a fast answer evaluates them first, while
