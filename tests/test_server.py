@@ -235,6 +235,12 @@ async def test_a_file_the_user_excludes_gets_no_completion_until_the_setting_let
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"tandem": {"exclude": []}}))
     await asyncio.sleep(0.5)
     await inline(client, uri, here)   # no error
+    # a pattern gitignore does not take: the change is refused with a message, the file still answered
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {"exclude": ["!"]}}))
+    await asyncio.sleep(0.5)
+    assert any("is not a gitignore pattern" in m.message for m in client.messages)
+    await inline(client, uri, here)
     assert (await stats(client))["settings"]["exclude"] == []
 
 

@@ -8,6 +8,8 @@ import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+import pathspec
+
 from ..engine import EngineConfig
 from ..engine.backend import KINDS, BackendConfig
 from ..prompt import PromptBudget
@@ -172,6 +174,11 @@ class Settings:
             raise SettingsError(f"engine {self.engine!r}: choose local or shared")
         if self.engine_idle_minutes <= 0:
             raise SettingsError("engineIdleMinutes must be positive")
+        for pattern in self.exclude:
+            try:
+                pathspec.GitIgnoreSpec.from_lines([pattern])
+            except ValueError as e:   # pathspec's pattern errors are ValueErrors
+                raise SettingsError(f"exclude: {pattern!r} is not a gitignore pattern ({e})") from None
         if self.backend_kind not in KINDS:
             raise SettingsError(f"backendKind {self.backend_kind!r}: choose from {', '.join(KINDS)}")
         if self.backend_timeout_ms <= 0 or self.backend_max_in_flight < 1:
