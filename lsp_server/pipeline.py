@@ -11,6 +11,7 @@ from typing import Callable
 from . import postprocess
 from .context import Document
 from .context.assemble import CursorContext, DefinitionIndex, DocumentFiles, PageOutlines, gather
+from .context.similar import SimilarChoices
 from .context.trigger import Mode, code_follows
 from .engine import CUT_SHORT, ENDS_HOLE, Engine, Generation, GenerationRequest
 from .prompt import Prompt, PromptBudget, PromptParts, build_fast_prompt, build_prompt, near_fills
@@ -122,6 +123,7 @@ class Pipeline:
         self.index = DefinitionIndex()
         self.files_chosen = DocumentFiles()
         self.outlines = PageOutlines()
+        self.similar_chosen = SimilarChoices()
         self.segments = SegmentTokens(engine)
         self.fast_tokens = fast_tokens
         n_ctx = engine.cfg.n_ctx
@@ -146,7 +148,8 @@ class Pipeline:
         answer now where the cached state covers too little of the page's prompt."""
         ctx = gather(req.document, req.line, req.col, req.others, self.index, self.budget.context_tokens,
                      self.files_chosen, self.outlines, root=req.root, recent=req.recent, exclude=req.exclude,
-                     near_tokens=self.budget.near_tokens)
+                     near_tokens=self.budget.near_tokens, similar_tokens=self.budget.similar_tokens,
+                     similar_chosen=self.similar_chosen)
         if req.multiline is not None:
             ctx.mode = Mode(True, req.multiline, "asked")
         return self._plan(req, ctx, fast)
@@ -155,7 +158,8 @@ class Pipeline:
         """The pages next to the plan's, below and above, for filling ahead (see prompt.near_fills)."""
         ctx = plan.context
         parts = PromptParts(ctx.prefix, ctx.suffix, path=ctx.path or plan.request.document.path, repo=ctx.repo,
-                            files=ctx.files, outline=ctx.outline, imports=ctx.imports, near_files=ctx.near_files)
+                            files=ctx.files, outline=ctx.outline, imports=ctx.imports, near_files=ctx.near_files,
+                            similar=ctx.similar)
         return near_fills(self.segments, parts, self.budget)
 
     def plan_fast(self, plan: Plan, tokens: int | None = None) -> Plan:
@@ -176,7 +180,8 @@ class Pipeline:
         max_tokens = req.max_tokens if multiline else min(req.max_tokens, LINE_OR_BLOCK_TOKENS) \
             if ctx.mode.maybe_block or ctx.needs else req.max_tokens_single_line
         parts = PromptParts(ctx.prefix, ctx.suffix, path=ctx.path or req.document.path, repo=ctx.repo,
-                            files=ctx.files, outline=ctx.outline, imports=ctx.imports, near_files=ctx.near_files)
+                            files=ctx.files, outline=ctx.outline, imports=ctx.imports, near_files=ctx.near_files,
+                            similar=ctx.similar)
         budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix), req.at_rest)
         if ctx.needs and (reach := uses_end(ctx.suffix, ctx.needs)):
             want = min(NEEDS_SUFFIX_TOKENS, len(self.segments.tokenize(ctx.suffix[:reach])))

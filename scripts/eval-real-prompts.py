@@ -8,7 +8,8 @@ CONFIGS, comma-separated: MODEL SIZE [s SUFFIX]; MODEL T (the target) or D (the 
 (the server's page prompt) or N (a fast prompt of N tokens of the nearest lines); `sN` a suffix budget of N
 tokens (default: the server's); `pN` the project around the file (the workspace root given), with N tokens of
 the definitions the nearest code uses in a fast prompt; `bN` N tokens of the code below the cursor's line in
-the fast prompt's head (fastBelowTokens; default: the server's). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
+the fast prompt's head (fastBelowTokens; default: the server's); `mN` N tokens of the lines elsewhere in the file
+like those above the cursor in the fast prompt's head (fastSimilarTokens). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
 import json
 import random
 import re
@@ -62,8 +63,8 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
             continue
         row = {"id": h.task_id, "kind": h.kind, "lang": h.language, "cross": h.cross_file, "expected": h.expected}
         for c in configs:
-            kind, size, suffix, near, below = re.fullmatch(r"([TD])(page|\d+)(?:s(\d+))?(?:p(\d+))?(?:b(\d+))?",
-                                                       c).groups()
+            kind, size, suffix, near, below, similar = re.fullmatch(
+                r"([TD])(page|\d+)(?:s(\d+))?(?:p(\d+))?(?:b(\d+))?(?:m(\d+))?", c).groups()
             pl = pipeline(kind)
             pl.budget = Settings().prompt_budget()
             if suffix:
@@ -71,6 +72,8 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
                                     suffix_at_rest=0)
             if near is not None:
                 pl.budget = replace(pl.budget, near_tokens=int(near))
+            if similar is not None:
+                pl.budget = replace(pl.budget, similar_tokens=int(similar))
             req = CompletionRequest(doc, line, col, max_tokens=256, max_tokens_single_line=40, speculative=False,
                                     force=True, root=str(p.root) if near is not None else None)
             plan = pl.plan(req)

@@ -15,6 +15,7 @@ from .names import needed_names
 from .outline import enclosing_scopes, header_of, imports_above
 from .project import IDENT, Near, Project, candidates, project_for, ranked, ranked_in_file
 from .ring import Chunk
+from .similar import SimilarChoices, similar_lines
 from .snippets import Definition, extract, names_near, rank_in
 from .syntax import byte_col, parse
 from .trigger import Mode, decide
@@ -40,6 +41,8 @@ class CursorContext:
     repo: str | None = None       # the repository's name in the head; None: the default
     # the fast prompt's files: the imported definitions that the code nearest the cursor uses
     near_files: list[tuple[str, str]] = field(default_factory=list)
+    # the fast prompt's lines from elsewhere in this file like the code above the cursor (similar.py)
+    similar: list[tuple[str, str]] = field(default_factory=list)
 
 
 class DocumentFiles:
@@ -161,12 +164,15 @@ def scopes_open_at_end(tree, text: str, indent_of_next: int) -> str:
 def gather(doc: Document, line: int, col: int, others: list[Document], index: DefinitionIndex,
            context_tokens: int, chosen: DocumentFiles | None = None,
            outlines: PageOutlines | None = None, root: str | None = None,
-           recent: Sequence[Chunk] = (), near_tokens: int = 0, exclude: tuple[str, ...] = ()) -> CursorContext:
+           recent: Sequence[Chunk] = (), near_tokens: int = 0, exclude: tuple[str, ...] = (),
+           similar_tokens: int = 0, similar_chosen: SimilarChoices | None = None) -> CursorContext:
     """The context of a cursor. `root`: the workspace root, whose files the document imports are read from disk
     for their definitions (None: none); `recent`: the ring's chunks of recently edited and viewed code. With
     either, the head's files are chosen by project_files; without, from the other open documents only.
     `near_tokens`: the room of the fast prompt's files (the imported definitions the nearest code uses);
-    `exclude`: the user's patterns of files never read (settings.exclude)."""
+    `exclude`: the user's patterns of files never read (settings.exclude); `similar_tokens`: the fast prompt's room
+    for the lines elsewhere in the document like those above the cursor (`similar_chosen` keeps a choice while the
+    cursor stays near it)."""
     prefix, suffix = doc.split(line, col)
     tree = parse(doc.text, doc.language)   # once, for the mode
     mode = decide(prefix, suffix, doc.language, tree)
@@ -208,8 +214,13 @@ def gather(doc: Document, line: int, col: int, others: list[Document], index: De
             return pack(rank_in(defs, doc.text), same, context_tokens)
         files = chosen.get(doc.path, same, choose) if chosen is not None else choose()
     needs = needed_names(tree, len(prefix.encode("utf-8")), doc.language)
+    shown = shown_path or doc.path
+    room = int(similar_tokens * CHARS_PER_TOKEN)
+    found = similar_chosen.get(doc.path, doc.text, line, room) if similar_chosen is not None and room > 0 \
+        else similar_lines(doc.text, line, room)
+    similar = [(shown, s.text) for s in found]
     return CursorContext(prefix, suffix, doc.language, mode, outline, files, imports, needs, shown_path, repo,
-                         near_files)
+                         near_files, similar)
 
 
 # ---- the project around the document ---------------------------------------------------------------------------

@@ -28,6 +28,7 @@ class PromptBudget:
     suffix_at_rest: int = 0    # the suffix of a request where the user is not typing (0: as the others)
     near_tokens: int = 0       # a fast prompt's room for the other files' definitions its nearest lines use
     below_tokens: int = 0      # a fast prompt's room for the code below the cursor's line, in its head
+    similar_tokens: int = 0    # a fast prompt's room for the lines elsewhere in the file like those above the cursor
 
     @property
     def total(self) -> int:
@@ -41,7 +42,7 @@ class PromptBudget:
         f = max(0, room) / self.total
         return PromptBudget(max(16, int(self.prefix_tokens * f)), int(self.suffix_tokens * f),
                             int(self.context_tokens * f), int(self.suffix_in_block * f), int(self.suffix_at_rest * f),
-                            int(self.near_tokens * f), int(self.below_tokens * f))
+                            int(self.near_tokens * f), int(self.below_tokens * f), int(self.similar_tokens * f))
 
     def for_place(self, code_follows: bool, at_rest: bool = False) -> "PromptBudget":
         """The budget for one request: the longer suffix where the code below belongs to the cursor's block, and
@@ -60,6 +61,8 @@ class PromptParts:
     files: list[tuple[str, str]] = field(default_factory=list)   # (path, text) of other files, by priority
     # the fast prompt's files: the other files' definitions that the code nearest the cursor uses (few, short)
     near_files: list[tuple[str, str]] = field(default_factory=list)
+    # the fast prompt's lines from elsewhere in the cursor's file like the code above it (context.similar)
+    similar: list[tuple[str, str]] = field(default_factory=list)
     # what the model loses when the top of a long file is cut (from the context stage): outline(line) -> the
     # headers of the scopes around a page that starts at that line; imports(line) -> the import lines above it
     # (the same text for every page below them, so stored pages of a document share it)
@@ -169,9 +172,10 @@ def _assemble(seg: SegmentTokens, head: list[int], pre: list[int], suf: list[int
 def _paged(seg: SegmentTokens, parts: PromptParts, text: Text, page: Page, cs: int, partial: list[int],
            suf: tuple[list[int], bool], budget: PromptBudget, small: bool = False) -> Prompt:
     if small:
-        head, n_files = _head(seg, parts, parts.near_files + _below(seg, parts, budget.below_tokens),
+        extra = parts.similar if budget.similar_tokens > 0 else []
+        head, n_files = _head(seg, parts, parts.near_files + extra + _below(seg, parts, budget.below_tokens),
                               replace(budget, context_tokens=budget.near_tokens + _HEAD_ROOM * bool(budget.below_tokens)
-                                      + budget.below_tokens))
+                                      + budget.below_tokens + (budget.similar_tokens + _HEAD_ROOM) * bool(extra)))
     else:
         head, n_files = _head(seg, parts, parts.files, budget)
     outline: list[int] = []
@@ -285,5 +289,6 @@ def build_fast_prompt(tok: Tokenizer, parts: PromptParts, budget: PromptBudget, 
     """A short prompt for an answer now, where the cached state covers too little of the page's: the nearest
     `fast_tokens` of the file above the cursor (the headers of the scopes around them first) and, in
     `budget.near_tokens`, the other files' definitions that those lines use (`parts.near_files`), nothing else of
-    other files. It is itself a small page, so a short jump from here shares it."""
+    other files; in `budget.similar_tokens`, the lines from elsewhere in the file like the cursor's
+    (`parts.similar`). It is itself a small page, so a short jump from here shares it."""
     return build_prompt(tok, parts, replace(budget, prefix_tokens=fast_tokens), cached, small=True)

@@ -104,6 +104,7 @@ class Settings:
     # longer fast prompts are not evaluated by the time the request comes on this CPU. Off here; for machines
     # where prompts evaluate fast
     fast_below_tokens: int = 0
+    fast_similar_tokens: int = 0
 
     MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu_layers", "gpu_layers_draft", "drafters",
                   "engine", "engine_idle_minutes",
@@ -122,7 +123,7 @@ class Settings:
                             context_tokens=self.context_tokens, suffix_in_block=self.suffix_tokens_in_block,
                             suffix_at_rest=self.suffix_tokens_at_rest,
                             near_tokens=self.fast_context_tokens if self.project_context else 0,
-                            below_tokens=self.fast_below_tokens)
+                            below_tokens=self.fast_below_tokens, similar_tokens=self.fast_similar_tokens)
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(target_path=self.target or None, draft_path=self.draft or None,
@@ -188,9 +189,9 @@ class Settings:
         if self.kv_store_mib < -1:
             raise SettingsError("kvStoreMiB must be -1 (automatic), 0 (no store) or a size in MiB")
         if min(self.suffix_tokens, self.suffix_tokens_in_block, self.suffix_tokens_at_rest, self.context_tokens,
-               self.fast_context_tokens, self.fast_below_tokens) < 0:
+               self.fast_context_tokens, self.fast_below_tokens, self.fast_similar_tokens) < 0:
             raise SettingsError("suffixTokens, suffixTokensInBlock, suffixTokensAtRest, contextTokens, "
-                                "fastContextTokens and fastBelowTokens cannot be negative")
+                                "fastContextTokens, fastBelowTokens and fastSimilarTokens cannot be negative")
         # prompt budgets larger than the context are shrunk to fit it (the server says so when the models
         # load); the completion itself, its drafts and a minimal prompt must fit
         need = self.max_tokens + self.draft_max + MIN_PROMPT_TOKENS
