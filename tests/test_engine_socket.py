@@ -70,3 +70,18 @@ def test_a_short_runtime_folder_holds_the_socket_itself(monkeypatch):
         assert os.path.dirname(path) == os.path.join(short, "tandem") and not os.path.islink(path)
     finally:
         shutil.rmtree(short)
+
+
+def test_the_draft_decision_is_read_with_the_residency_not_kept_from_the_connection():
+    """The engine process unloads and loads its draft model again as measured costs move; a window connected
+    before that must show the decision that goes with the residency it shows (the stats once said "reloaded"
+    of a draft model that was not resident)."""
+    import time
+    from lsp_server.engine.shared.client import SharedEngine
+    client = object.__new__(SharedEngine)   # its state as _connect and info left it, no engine process
+    client._draft_resident, client._draft_decision = True, "reloaded: it can pay"
+    client._summary = {"draft_resident": False, "draft_decision": "unloaded again: it cannot pay"}
+    client._summary_at = time.monotonic()
+    assert client.draft is None and client.draft_decision == "unloaded again: it cannot pay"
+    client._summary = {}   # the engine process did not answer: what the connection said
+    assert client.draft is True and client.draft_decision == "reloaded: it can pay"

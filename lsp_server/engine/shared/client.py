@@ -112,7 +112,7 @@ class SharedEngine:
         self._summary_at = 0.0
         self._connect()
         info = self._call("info")
-        self.pid, self.draft_decision = info["pid"], info["draft_decision"]
+        self.pid, self._draft_decision = info["pid"], info["draft_decision"]
         self.cfg.n_ctx, self.cfg.draft_max = info["n_ctx"], info["draft_max"]
         self.prompt_tok_s = info["prompt_tok_s"]
         self.warnings += info["warnings"]
@@ -359,6 +359,12 @@ class SharedEngine:
     def draft(self):
         s = self.host_summary()
         return True if s.get("draft_resident", self._draft_resident) else None
+
+    @property
+    def draft_decision(self) -> str:
+        # the engine process loads and unloads its draft model as measured costs move: the decision is read with
+        # the residency, from the same summary, not kept from the connection
+        return self.host_summary().get("draft_decision", self._draft_decision)
 
     def loaded(self) -> str:
         return f"shared engine (pid {self.pid}, {self.path}): {self._loaded}"
