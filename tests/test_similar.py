@@ -91,3 +91,11 @@ def test_a_choice_serves_the_lines_near_it_while_its_lines_are_in_the_file():
     choices.get("other.c", text, line, 2000)
     assert choices.get("enc.c", text, line, 2000) is not first
 
+
+
+def test_two_places_like_the_cursor_are_both_shown_once_in_the_file_order():
+    text = ALLOC + FILLER + ALLOC.replace("StoreTrivial", "StoreOther") + FILLER + CURSOR + "\n}\n"
+    line = text[:text.index(CURSOR) + len(CURSOR)].count("\n")
+    found = similar_lines(text, line, 4000)
+    assert [("StoreTrivial" in s.text or "BROTLI_IS_NULL(arena)" in s.text) for s in found] == [True, True]
+    assert found[0].start + found[0].text.count("\n") < found[1].start   # no line twice

@@ -71,9 +71,10 @@ def similar_lines(text: str, line: int, max_chars: int) -> list[Similar]:
         if score >= MIN_SCORE:
             scored.append((score, start))
     out: list[Similar] = []
+    taken: list[int] = []   # the windows shown (their starts; a shown text may begin lower, cut from the top)
     used = 0
     for score, start in sorted(scored, key=lambda s: (-s[0], s[1])):
-        if any(abs(start - o.start) < QUERY_LINES + FOLLOW_LINES for o in out):
+        if any(abs(start - t) < QUERY_LINES + FOLLOW_LINES for t in taken):
             continue
         kept, n = [], used
         for l in reversed(lines[start:start + QUERY_LINES + FOLLOW_LINES]):
@@ -85,6 +86,7 @@ def similar_lines(text: str, line: int, max_chars: int) -> list[Similar]:
             continue
         first = start + QUERY_LINES + FOLLOW_LINES - len(kept)
         out.append(Similar(first, "\n".join(kept).strip("\n"), round(score, 3)))
+        taken.append(start)
         used = n
     return sorted(out, key=lambda s: s.start)
 
