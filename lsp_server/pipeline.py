@@ -115,6 +115,12 @@ def uses_end(suffix: str, names: frozenset[str]) -> int:
     return end
 
 
+def _parts(ctx: CursorContext, req: CompletionRequest) -> PromptParts:
+    """What the prompt stage gets of a cursor's context."""
+    return PromptParts(ctx.prefix, ctx.suffix, path=ctx.path or req.document.path, repo=ctx.repo, files=ctx.files,
+                       outline=ctx.outline, imports=ctx.imports, near_files=ctx.near_files, similar=ctx.similar)
+
+
 class Pipeline:
     def __init__(self, engine: Engine, budget: PromptBudget, fast_tokens: int = FAST_PREFIX_TOKENS):
         """`budget`: the editor's is `Settings().prompt_budget()` (the server, `tandem complete` and the evaluations
@@ -156,11 +162,7 @@ class Pipeline:
 
     def near_fills(self, plan: Plan) -> list[list[int]]:
         """The pages next to the plan's, below and above, for filling ahead (see prompt.near_fills)."""
-        ctx = plan.context
-        parts = PromptParts(ctx.prefix, ctx.suffix, path=ctx.path or plan.request.document.path, repo=ctx.repo,
-                            files=ctx.files, outline=ctx.outline, imports=ctx.imports, near_files=ctx.near_files,
-                            similar=ctx.similar)
-        return near_fills(self.segments, parts, self.budget)
+        return near_fills(self.segments, _parts(plan.context, plan.request), self.budget)
 
     def plan_fast(self, plan: Plan, tokens: int | None = None) -> Plan:
         """The same request with the short prompt of a fast answer, of `tokens` (default `fast_tokens`) of the
@@ -179,9 +181,7 @@ class Pipeline:
         # a line that may take the lines binding the names below with it (postprocess.Around.line_end)
         max_tokens = req.max_tokens if multiline else min(req.max_tokens, LINE_OR_BLOCK_TOKENS) \
             if ctx.mode.maybe_block or ctx.needs else req.max_tokens_single_line
-        parts = PromptParts(ctx.prefix, ctx.suffix, path=ctx.path or req.document.path, repo=ctx.repo,
-                            files=ctx.files, outline=ctx.outline, imports=ctx.imports, near_files=ctx.near_files,
-                            similar=ctx.similar)
+        parts = _parts(ctx, req)
         budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix), req.at_rest)
         if ctx.needs and (reach := uses_end(ctx.suffix, ctx.needs)):
             want = min(NEEDS_SUFFIX_TOKENS, len(self.segments.tokenize(ctx.suffix[:reach])))
