@@ -54,6 +54,8 @@ def test_settings_merge_camel_and_snake_case():
 @pytest.mark.parametrize("bad, words", [({"maxTokens": "many"}, "expected int"),
                                         ({"noSuch": 1}, "unknown setting"),
                                         ({"draftMin": 9, "draftMax": 2}, "draft limits"),
+                                        ({"fastSimilarTokens": -1}, "fastSimilarTokens cannot be negative"),
+                                        ({"fastSimilarTokens": "many"}, "expected int"),
                                         ({"contextSize": 512, "maxTokens": 600}, "too small for maxTokens"),
                                         ("not an object", "must be an object")])
 def test_bad_settings_say_what_is_wrong(bad, words):
