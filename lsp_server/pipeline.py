@@ -169,6 +169,18 @@ class Pipeline:
         nearest lines (its context is not gathered again)."""
         return self._plan(plan.request, plan.context, fast=True, fast_tokens=tokens)
 
+    def plan_typing(self, plan: Plan) -> Plan:
+        """The same page prompt with the suffix a request gets while typing, where the plan is at rest and its
+        suffix is longer (`suffixTokensAtRest`): a request takes the long one only where it is cached, the
+        short one shares its start (its context is not gathered again). The plan itself where the two agree."""
+        req = plan.request
+        if plan.fast or not req.at_rest:
+            return plan
+        follows = code_follows(plan.prefix, plan.suffix)
+        if self.budget.for_place(follows, True) == self.budget.for_place(follows, False):
+            return plan
+        return self._plan(replace(req, at_rest=False), plan.context, fast=False)
+
     def fast_sizes(self) -> tuple[int, int, int]:
         """The fast prompts, smallest first: the quick one, and two and four times as long. On real files the
         quick one's first lines were right half as often as the page's, the one twice as long almost as often
@@ -182,7 +194,8 @@ class Pipeline:
         max_tokens = req.max_tokens if multiline else min(req.max_tokens, LINE_OR_BLOCK_TOKENS) \
             if ctx.mode.maybe_block or ctx.needs else req.max_tokens_single_line
         parts = _parts(ctx, req)
-        budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix), req.at_rest)
+        # a fast prompt is for an answer now: the longer suffix at rest is the page's, taken where it is cached
+        budget = self.budget.for_place(code_follows(ctx.prefix, ctx.suffix), req.at_rest and not fast)
         if ctx.needs and (reach := uses_end(ctx.suffix, ctx.needs)):
             want = min(NEEDS_SUFFIX_TOKENS, len(self.segments.tokenize(ctx.suffix[:reach])))
             if want > budget.suffix_tokens:

@@ -9,7 +9,8 @@ CONFIGS, comma-separated: MODEL SIZE [s SUFFIX]; MODEL T (the target) or D (the 
 tokens (default: the server's); `pN` the project around the file (the workspace root given), with N tokens of
 the definitions the nearest code uses in a fast prompt; `bN` N tokens of the code below the cursor's line in
 the fast prompt's head (fastBelowTokens; default: the server's); `mN` N tokens of the lines elsewhere in the file
-like those above the cursor in the fast prompt's head (fastSimilarTokens). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
+like those above the cursor in the fast prompt's head (fastSimilarTokens); `xN` a prefix budget of N tokens (the
+page's). `R` alone: raw FIM with the whole file (`tandem eval real`'s raw answer, no post-processing). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
 import json
 import random
 import re
@@ -63,8 +64,15 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
             continue
         row = {"id": h.task_id, "kind": h.kind, "lang": h.language, "cross": h.cross_file, "expected": h.expected}
         for c in configs:
-            kind, size, suffix, near, below, similar = re.fullmatch(
-                r"([TD])(page|\d+)(?:s(\d+))?(?:p(\d+))?(?:b(\d+))?(?:m(\d+))?", c).groups()
+            if c == "R":
+                from lsp_server.bench.real import Raw
+                pl = pipeline("T")
+                a = Raw(pl.engine).answer(h, holed, start)
+                row[c] = {"text": a["text"], "prompt_tokens": a["prompt_tokens"], "evaluated": a["prompt_evaluated"],
+                          "prompt_s": a["prompt_s"], **score(a["text"], h.expected, holed, start, h.language, base)}
+                continue
+            kind, size, suffix, near, below, similar, prefix = re.fullmatch(
+                r"([TD])(page|\d+)(?:s(\d+))?(?:p(\d+))?(?:b(\d+))?(?:m(\d+))?(?:x(\d+))?", c).groups()
             pl = pipeline(kind)
             pl.budget = Settings().prompt_budget()
             if suffix:
@@ -72,6 +80,8 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
                                     suffix_at_rest=0)
             if near is not None:
                 pl.budget = replace(pl.budget, near_tokens=int(near))
+            if prefix is not None:
+                pl.budget = replace(pl.budget, prefix_tokens=int(prefix))
             if similar is not None:
                 pl.budget = replace(pl.budget, similar_tokens=int(similar))
             req = CompletionRequest(doc, line, col, max_tokens=256, max_tokens_single_line=40, speculative=False,

@@ -108,6 +108,35 @@ async def test_a_far_jump_answers_fast_then_the_page_serves_jumps_inside_it(clie
     assert mem["target"]["entries"] <= mem["target"]["max_entries"]
 
 
+async def test_where_the_cursor_rests_the_page_with_the_code_below_answers(client: LanguageClient):
+    """At rest the page's prompt has a longer suffix (suffixTokensAtRest): the fill evaluates it where the cursor
+    stopped and keeps all of it while it fills the neighbouring pages, so a request there evaluates almost
+    nothing and its prompt holds more of the code below than a request while typing."""
+    path = REAL / "pflag_flag.go"
+    uri, text = open_doc(client, path, uri=(REAL / "flag_at_rest.go").as_uri())
+    text, pos = empty_line(client, uri, text, 642)
+    await asyncio.sleep(0.3)
+    await inline(client, uri, pos)   # a first answer here: the typing cache holds it
+    before = (await stats(client))["fill"]["tokens"]["prompt"]
+    s = await idle(client)
+    assert s["fill"]["tokens"]["prompt"] > before, s["fill"]
+    # the window's cache forgets the first answer (closed and opened again); the KV store keeps the fill's work
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    open_doc(client, path, text, uri=uri)
+    client.versions[uri] = 1
+    await asyncio.sleep(0.6)
+    await inline(client, uri, pos)
+    rest = await last_record(client)
+    assert rest["source"] == "model" and rest["prompt_evaluated"] <= 2, rest
+    # a keystroke at once: typing, the short suffix
+    client.versions[uri] += 1
+    type_text(client, uri, client.versions[uri], pos, "zq")
+    await inline(client, uri, types.Position(line=pos.line, character=pos.character + 2))
+    typing = await last_record(client)
+    assert typing["prompt_tokens"] + 100 <= rest["prompt_tokens"], (typing, rest)
+
+
 async def test_a_request_pre_empts_the_fill_within_one_chunk(client: LanguageClient):
     path = REAL / "httpx_models.py"
     uri, original = open_doc(client, path)

@@ -148,7 +148,7 @@ async def test_the_suffix_is_longer_at_rest_than_while_typing():
     below = "".join(f"print(area({i}, {i}))\n" for i in range(20))
     text = "def area(w, h):\n    \n\n" + below
     svc, engine = service(answer=lambda prefix: "zz\n")    # never what is typed next: no answer from the cache
-    svc.apply(replace(svc.settings, suffix_tokens_at_rest=128))   # off by default on a CPU (settings.py)
+    svc.apply(replace(svc.settings, suffix_tokens_at_rest=128))
     await svc.complete(URI, request(text))                  # arrived here: at rest
     typed = text.replace("    \n", "    r\n", 1)
     await svc.complete(URI, request(typed, 1, 5))           # a keystroke at once: typing
@@ -191,6 +191,42 @@ async def test_a_far_place_fills_the_fast_prompt_twice_the_quick_size_first_and_
     # once the fill has evaluated the one twice as long, it fits the budget and answers instead
     engine.prewarm(steps[0].tokens)
     assert svc._choose_prompt(plan).prompt.tokens == twice.prompt.tokens
+
+
+async def test_the_long_suffix_at_rest_is_taken_only_where_it_is_cached():
+    """At rest the page's prompt has the longer suffix (suffixTokensAtRest); a request arriving before the fill
+    evaluated it takes the same page with the typing suffix, which shares its start, not a fast prompt; the fast
+    prompts keep the typing suffix (they are for an answer now)."""
+    above = "\n".join(f"value_{i} = compute({i}, {i + 1})" for i in range(300)) + "\n"
+    below = "".join(f"print(area({i}, {i}))\n" for i in range(40))
+    text = above + "def area(w, h):\n    \n\n" + below
+    svc, engine = service(token_s=0.001)
+    svc.apply(replace(svc.settings, prompt_budget_ms=100, suffix_tokens_at_rest=128))   # 100 tokens a request
+    req = replace(request(text, 301, 4), at_rest=True)
+    plan = svc.pipeline.plan(req)
+    short = svc.pipeline.plan_typing(plan)
+    assert short is not plan and suffix_len(short.prompt.tokens) < suffix_len(plan.prompt.tokens)
+    assert short.prompt.tokens[:short.prompt.tokens.index(FIM.suffix)] == \
+        plan.prompt.tokens[:plan.prompt.tokens.index(FIM.suffix)]
+    assert all(suffix_len(svc.pipeline.plan_fast(plan, n).prompt.tokens) == suffix_len(short.prompt.tokens)
+               for n in svc.pipeline.fast_sizes())
+    steps = {s.name: s for s in svc.filler.steps(req)}
+    # the fill prepares the request at rest, and keeps all of it where the pages filled next overwrite it
+    assert steps["prompt"].tokens == plan.prompt.tokens and steps["prompt"].keep == len(plan.prompt.tokens)
+    # the page is evaluated, its long suffix not yet: the page with the typing suffix answers
+    engine.prewarm(steps["page"].tokens)
+    assert svc.too_far(plan) and not svc.too_far(short)
+    assert svc._choose_prompt(plan).prompt.tokens == short.prompt.tokens
+    # once the fill has evaluated the long one, the request takes it
+    engine.prewarm(steps["prompt"].tokens)
+    assert not svc.too_far(plan)
+    # while typing there is one suffix: the plan is its own typing plan
+    typing = svc.pipeline.plan(replace(req, at_rest=False))
+    assert svc.pipeline.plan_typing(typing) is typing
+    svc.apply(replace(svc.settings, suffix_tokens_at_rest=0))   # no longer suffix: the page's stable part is kept
+    plan = svc.pipeline.plan(req)
+    assert svc.pipeline.plan_typing(plan) is plan
+    assert {s.name: s for s in svc.filler.steps(req)}["prompt"].keep == plan.prompt.stable
 
 
 async def test_code_right_of_the_cursor_is_skipped_unless_the_user_asked():

@@ -216,7 +216,10 @@ class Filler:
         if p.next_fill:
             out.append(Step("next", p.next_fill, len(p.next_fill), 0))
         if plan.mode.complete:
-            out.append(Step("prompt", p.tokens, p.stable, max(0, p.stable - CURSOR_LINE_TOKENS)))
+            # a longer suffix at rest is kept whole: the neighbouring pages filled next overwrite the live cache,
+            # and a request here takes that suffix only where it is cached (Pipeline.plan_typing)
+            keep = len(p.tokens) if pipeline.plan_typing(plan) is not plan else p.stable
+            out.append(Step("prompt", p.tokens, keep, max(0, p.stable - CURSOR_LINE_TOKENS)))
         if p.kind == "page" and p.prefix_cut_lines + p.prefix_tokens > 0:
             for fill in pipeline.near_fills(plan):
                 out.append(Step("near", fill, len(fill), 0))

@@ -202,7 +202,9 @@ class CompletionService:
         uncached part evaluates within the prompt budget; if none does, the one with least left to evaluate,
         a better one where it leaves hardly more (runs on the context thread)."""
         pipeline = self.pipeline
-        order = [plan] + [pipeline.plan_fast(plan, n) for n in reversed(pipeline.fast_sizes())]   # best first
+        typing = pipeline.plan_typing(plan)   # at rest: the page with the typing suffix, if it is shorter
+        order = [plan] + ([typing] if typing is not plan else []) + \
+            [pipeline.plan_fast(plan, n) for n in reversed(pipeline.fast_sizes())]   # best first
         missing = [self.missing(p) for p in order]
         log.debug("request at %s:%d: %s tokens (not cached)", plan.request.document.path.rsplit("/", 1)[-1],
                   plan.request.line + 1, ", ".join(f"{p.prompt.kind} {len(p.prompt.tokens)} ({m})"

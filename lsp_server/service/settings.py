@@ -64,12 +64,12 @@ class Settings:
     prefix_tokens: int = 768          # a page: about 576 tokens of text above the cursor, and its outline
     suffix_tokens: int = 16           # evaluated again on every keystroke, so short...
     suffix_tokens_in_block: int = 64  # ...except where code of the cursor's own block follows it
-    # ...and where the user is not typing (a request at a place they came to, and the fill there; 0: as above).
-    # `tandem eval real`, tune half, the page's first lines right with a suffix of 16 / 64 / 256 tokens: 12 / 13 /
-    # 16 of 27; the confirm half at an editor's pace with 128: 14 of 40 against 13. But the suffix comes after the
-    # prefix, so after every edit it is evaluated again: 128 tokens cost `tandem visits` 0.2-0.5 s of p50 here.
-    # Off on a CPU like this one; on a GPU, where 128 tokens evaluate in milliseconds, 128 is the measured choice
-    suffix_tokens_at_rest: int = 0
+    # ...and the page's where the user is not typing (the fill where the cursor stopped; 0: as above). It follows
+    # the prefix, so after every edit it is evaluated again: no request waits for it (the fill evaluates it last
+    # and keeps it whole, a request takes it only where cached: Pipeline.plan_typing), and the fast prompts keep
+    # the typing suffix. `tandem eval real`, tune half, the page's first lines right with a suffix of 16 / 64 /
+    # 256 tokens: 12 / 13 / 16 of 27; the confirm half with time for the page: 40.0 % against 32.5 % without
+    suffix_tokens_at_rest: int = 256
     context_tokens: int = 512
     # latency on large files: a request whose uncached prompt would take longer than this to evaluate is
     # answered from a short prompt of the nearest lines (fastPrefixTokens) while its page fills (-1: never)
