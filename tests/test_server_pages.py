@@ -11,7 +11,6 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_server.service.settings import Settings
 
 from conftest import FIXTURES
 from lsp_helpers import SERVER, inline, open_doc, start, stats, type_text, wait_ready
@@ -19,7 +18,8 @@ from lsp_helpers import SERVER, inline, open_doc, start, stats, type_text, wait_
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
 REAL = FIXTURES / "real"
 # the block limit of the 2026-12-01 settings: these tests are about pages, not about how long a block may grow
-OPTIONS = {"timeBudgetMs": 30000, "earlyAnswerMs": 0, "warmupPauseMs": 100, "maxTokens": 96}
+OPTIONS = {"timeBudgetMs": 30000, "earlyAnswerMs": 0, "warmupPauseMs": 100, "maxTokens": 96,
+           "suffixTokensAtRest": 256}   # the page's suffix at rest (off by default) is tested here
 
 
 @pytest_lsp.fixture(config=SERVER, scope="module")
@@ -102,7 +102,7 @@ async def test_a_far_jump_answers_fast_then_the_page_serves_jumps_inside_it(clie
         # the page's state serves the request: only the cursor's segment, the suffix and the FIM tokens are new
         assert rec["source"] == "model", rec
         # (a request at rest: up to suffixTokensAtRest of the code below too)
-        assert rec["prompt_tokens"] > 300 and rec["prompt_evaluated"] <= 120 + Settings().suffix_tokens_at_rest, rec
+        assert rec["prompt_tokens"] > 300 and rec["prompt_evaluated"] <= 120 + OPTIONS["suffixTokensAtRest"], rec
     mem = (await stats(client))["memory"]["kv_store"]
     assert 0 < mem["bytes"] <= mem["budget_bytes"]
     assert mem["target"]["entries"] <= mem["target"]["max_entries"]

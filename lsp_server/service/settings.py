@@ -68,8 +68,9 @@ class Settings:
     # the prefix, so after every edit it is evaluated again: no request waits for it (the fill evaluates it last
     # and keeps it whole, a request takes it only where cached: Pipeline.plan_typing), and the fast prompts keep
     # the typing suffix. `tandem eval real`, tune half, the page's first lines right with a suffix of 16 / 64 /
-    # 256 tokens: 12 / 13 / 16 of 27; the confirm half with time for the page: 40.0 % against 32.5 % without
-    suffix_tokens_at_rest: int = 256
+    # 256 tokens: 12 / 13 / 16 of 27; with time for the page, 256 against 0: confirm half 40.0 against 32.5 %, but
+    # tune half (30 holes) 30.0 against 36.7 %: it does not gain on both halves, so it stays off by default
+    suffix_tokens_at_rest: int = 0
     context_tokens: int = 512
     # latency on large files: a request whose uncached prompt would take longer than this to evaluate is
     # answered from a short prompt of the nearest lines (fastPrefixTokens) while its page fills (-1: never)
