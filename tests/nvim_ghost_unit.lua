@@ -50,6 +50,34 @@ for _, m in ipairs(sent) do
                            character = m.params.position and m.params.position.character,
                            chars = m.params.chars, command = m.params.command })
 end
+-- the server offers a better suggestion (tandem/betterCompletion): asked again where the buffer's version and
+-- the cursor are as the notification says, not otherwise
+local BETTER = "area = w * h"
+local asked_before = #sent
+client.request = function(_, method, params, handler)
+  table.insert(sent, { method = method, params = params })
+  if method == "textDocument/inlineCompletion" then handler(nil, { items = { { insertText = BETTER } } }) end
+  return true, #sent
+end
+vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "def area(w, h):", "    ", "" })
+vim.keymap.set("i", "<F3>", function()
+  local pos = vim.lsp.util.make_position_params(0, "utf-16").position
+  local uri = vim.uri_from_bufnr(buf)
+  local tick = vim.b[buf].changedtick
+  out.better = {
+    stale = ghost.better(client, { uri = uri, version = tick - 1, position = pos }),
+    elsewhere = ghost.better(client, { uri = uri, version = tick, position = { line = 0, character = 0 } }),
+    other_doc = ghost.better(client, { uri = "file:///elsewhere.py", version = tick, position = pos }),
+    asked_before = #sent - asked_before,
+    here = ghost.better(client, { uri = uri, version = tick, position = pos }),
+    shown = ghost.text(buf) or "",
+    asked = #sent - asked_before,
+  }
+end, { buffer = buf })
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+type_keys("A<F3><Esc>")
+out.better.normal_mode = ghost.better(client, { uri = vim.uri_from_bufnr(buf), version = vim.b[buf].changedtick,
+                                                position = { line = 1, character = 4 } })
 -- nothing shown: the accept key is the key itself
 vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "a" })
 type_keys("A<Tab>b<Esc>")

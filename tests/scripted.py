@@ -1,7 +1,8 @@
 """A scripted engine for the service's control logic (make check): no model file, a character tokenizer, a
 generate that writes a scripted text one token per step, calls back as the real one does and honours cancel. It
 keeps a live cache of the last prompt's tokens, so `cached` and pre-emption behave as the engine's do; evaluation
-takes `token_s` per token. What it writes comes from `answer(prefix) -> text`."""
+takes `token_s` per token. What it writes comes from `answer(prefix) -> text` (with `by_prompt`, `answer(the
+prompt's text)`: what the prompt holds decides)."""
 from __future__ import annotations
 
 import threading
@@ -29,8 +30,9 @@ class Target:
 
 
 class ScriptedEngine:
-    def __init__(self, answer: Callable[[str], str], token_s: float = 0.0005, step_s: float = 0.002):
-        self.answer, self.token_s, self.step_s = answer, token_s, step_s
+    def __init__(self, answer: Callable[[str], str], token_s: float = 0.0005, step_s: float = 0.002,
+                 by_prompt: bool = False):
+        self.answer, self.token_s, self.step_s, self.by_prompt = answer, token_s, step_s, by_prompt
         self.cfg = EngineConfig(stats_path="", calibration_path="")
         self.fim = FIM
         self.target = Target()
@@ -96,7 +98,7 @@ class ScriptedEngine:
                 req.on_prompt(len(req.tokens), reused, 0, prompt_s)
             self.generations.append(req.left_text)
             self.prompts.append(list(req.tokens))
-            script = self.answer(req.left_text)
+            script = self.answer(self.detokenize(req.tokens) if self.by_prompt else req.left_text)
             out, reason = "", StopReason.EOG
             t1 = time.perf_counter()
             for ch in script:

@@ -245,9 +245,9 @@ def test_a_short_run_on_local_projects_and_its_resume(tmp_path):
     report = json.loads(out.read_text())
     assert report["data"] == str(corpus.resolve()) and report["tasks"] == 2 and report["partial"] is False
     variants = report["variants"]
-    assert variants[:3] == ["raw", "editor", "page"]
-    assert set(variants) | set(report["skipped_variants"]) == {"raw", "editor", "page", "editor_noproject",
-                                                               "page_noproject"}
+    assert variants[:4] == ["raw", "editor", "offered", "page"]
+    assert set(variants) | set(report["skipped_variants"]) == {"raw", "editor", "offered", "page",
+                                                               "editor_noproject", "page_noproject"}
     assert set(report["summary"]) == set(variants)
     assert all(report["summary"][v]["holes"] == 2 for v in variants)
     assert len(report["results"]) == 2
@@ -260,6 +260,12 @@ def test_a_short_run_on_local_projects_and_its_resume(tmp_path):
                 assert a["latency_ms"] > 0 and a["prompt"] in ("fast", "page", "cache", "reuse", "timeout",
                                                                "skipped", "superseded", "empty")
         assert "waited_s" in r["page"] and "early" in r["page"]
+        # the offered answer: the editor's where none was offered, else another one, taken later
+        off, ed = r["offered"], r["editor"]
+        if off["offered"]:
+            assert off["text"] != ed["text"] and off["latency_ms"] > ed["latency_ms"] and off["offer_s"] >= 0
+        else:
+            assert off["text"] == ed["text"] and off["latency_ms"] == ed["latency_ms"]
     assert "first line exact by language" in p.stdout and "server, editor's pace" in p.stdout
     # resumed: nothing computed again, no server and no engine started
     p = subprocess.run(tandem_cmd() + run + ["--resume", str(out), "--json", str(again)], cwd=ROOT,

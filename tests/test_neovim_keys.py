@@ -37,4 +37,8 @@ def test_ghost_text_on_0_11_asks_shows_and_is_taken_a_word_a_line_and_the_rest(t
                                                                   ("tandem/didPartiallyAccept", 8)]
     assert (sent[3]["method"], sent[3]["command"]) == ("workspace/executeCommand", "tandem.accepted")
     assert res["plain"] == "a\tb"
+    # tandem/betterCompletion: asked again (and the new suggestion shown) only in the same buffer, at the same
+    # version and cursor, in insert mode
+    assert res["better"] == {"stale": False, "elsewhere": False, "other_doc": False, "asked_before": 0,
+                             "here": True, "shown": "area = w * h", "asked": 1, "normal_mode": False}, res["better"]
     assert res["pieces"] == ["  foo", "(", "x = 1", "\n    y = 2", "abc", "a b"]

@@ -1,6 +1,7 @@
 """Real-size files through the real server over stdio: a far jump is answered at once from a short prompt, the
-page fills behind it while the user is idle, a jump inside the page then evaluates only the cursor's line and
-what follows, a request pre-empts the fill within one chunk, and the KV store stays within its budget."""
+page fills behind it while the user is idle (and its own answer is offered where it differs), a jump inside the
+page then evaluates only the cursor's line and what follows, a request pre-empts the fill within one chunk, and
+the KV store stays within its budget."""
 from __future__ import annotations
 
 import asyncio
@@ -20,6 +21,10 @@ REAL = FIXTURES / "real"
 # the block limit of the 2026-12-01 settings: these tests are about pages, not about how long a block may grow
 OPTIONS = {"timeBudgetMs": 30000, "earlyAnswerMs": 0, "warmupPauseMs": 100, "maxTokens": 96,
            "suffixTokensAtRest": 256}   # the page's suffix at rest (off by default) is tested here
+
+
+# a line of httpx_models.py far from the other tests' places (its page is not cached when the test jumps there)
+OFFER_LINE = 303
 
 
 @pytest_lsp.fixture(config=SERVER, scope="module")
@@ -193,3 +198,49 @@ async def test_typing_after_a_far_jump_fills_the_page_across_the_keystrokes(clie
     assert s["fill"]["tokens"]["typing"] - before >= 2 * 32, (s["fill"], (await stats(client, records=True))["records"][-len(word) - 1:])
     records = (await stats(client, records=True))["records"]
     assert any(r["source"] == "fast" for r in records[-len(word):]), records[-len(word):]
+
+
+async def test_where_a_fast_answer_is_shown_the_pages_own_answer_is_offered(client: LanguageClient):
+    """A far jump: a fast prompt answers; the fill evaluates the page and generates the page's own answer at the
+    cursor; where it differs from the one shown, `tandem/betterCompletion` names the document, its version and
+    the cursor, and asking again there gives it (from the cache); where it is the same, nothing is said. Either
+    way the answer is then the page's (asked once more after the document was closed and opened again)."""
+    path = REAL / "httpx_models.py"
+    uri, original = open_doc(client, path, uri=(REAL / "httpx-offer.py").as_uri())
+    client.versions[uri] = 1
+    told: list = []
+    waiting = asyncio.ensure_future(client.wait_for_notification("tandem/betterCompletion"))
+    waiting.add_done_callback(lambda f: told.append(f.result()) if not f.cancelled() else None)
+    text, pos = empty_line(client, uri, original, OFFER_LINE)
+    await asyncio.sleep(0.3)
+    before = (await stats(client))["offers"]
+    first = await inline(client, uri, pos)
+    assert (await last_record(client))["source"] == "fast"
+    t0 = time.monotonic()
+    while True:   # the offer is looked at once the fill has the page: offered, the same, or nothing there
+        o = (await stats(client))["offers"]
+        if sum(o[k] - before[k] for k in ("offered", "same", "silent")) >= 1:
+            break
+        assert o["stopped"] == before["stopped"], o   # nothing moved, nothing typed: it is not stopped
+        assert time.monotonic() - t0 < 240, o
+        await asyncio.sleep(0.25)
+    assert o["waiting"] - before["waiting"] == 1 and o["generated"] - before["generated"] == 1, o
+    await asyncio.sleep(0.3)
+    again = await inline(client, uri, pos)
+    if o["offered"] > before["offered"]:
+        note = told[0] if told else None   # (pygls gives a notification's params as a named tuple)
+        assert note and note.uri == uri and note.version == client.versions[uri], told
+        assert (note.position.line, note.position.character) == (pos.line, pos.character), told
+        assert again != first and (await last_record(client))["source"] == "cache", (first, again)
+    else:
+        assert not told and again == first, (told, first, again)
+    waiting.cancel()
+    # the page's own answer there, with the typing cache forgotten (the KV store keeps the page)
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    open_doc(client, path, text, uri=uri)
+    client.versions[uri] = 1
+    await asyncio.sleep(0.6)
+    page = await inline(client, uri, pos)
+    assert (await last_record(client))["source"] == "model"
+    assert again == page or o["silent"] > before["silent"], (first, again, page)

@@ -256,7 +256,7 @@ async def test_the_fill_runs_on_its_port_alone_and_waits_while_a_request_holds_t
                                settings=settings, context_pool=context_pool, model_pool=model_pool,
                                tasks=Background(), stats=ServerStats(),
                                requests_pending=lambda: pending[0], too_far=lambda plan: False,
-                               missing=lambda plan: len(plan.prompt.tokens))
+                               missing=lambda plan: len(plan.prompt.tokens), offers=NoOffers())
         filler = Filler(port)
         req = request()
         filler.want(URI, req)
@@ -271,3 +271,110 @@ async def test_the_fill_runs_on_its_port_alone_and_waits_while_a_request_holds_t
         prompt = port.pipeline.plan(replace(req, at_rest=True)).prompt
         assert filler.stats.runs == 1 and engine.cached(prompt.tokens) >= prompt.stable   # filled for the cursor
         assert port.stats.warmup_tokens == engine.target.counters.evaluated > 0
+
+
+class NoOffers:
+    async def run(self, uri, req) -> bool:
+        return False
+
+    def moved(self, uri, req) -> None:
+        pass
+
+
+# ---- the better answer, offered (service/offer.py) ---------------------------------------------------------------
+
+FAR = "".join(f"value_{i} = compute({i}, {i + 1})\n" for i in range(300))
+MARK = "MARKER = 1\n"   # far enough above the cursor to be in the page's prompt and in no fast prompt's
+
+
+def far_text() -> tuple[str, int]:
+    above = FAR + MARK + "".join(f"total_{i} = {i}\n" for i in range(24))
+    return above + TEXT, above.count("\n") + 1
+
+
+def page_or_fast(page: str, fast: str):
+    return lambda prefix: page if MARK in prefix else fast
+
+
+async def until(cond, timeout_s: float = 20.0) -> bool:
+    for _ in range(int(timeout_s / 0.01)):
+        if cond():
+            return True
+        await asyncio.sleep(0.01)
+    return cond()
+
+
+def offering(answer, **kw) -> tuple[CompletionService, ScriptedEngine, list]:
+    svc, engine = service(answer, warmup_pause_ms=10, token_s=0.0005, by_prompt=True, **kw)
+    svc.apply(replace(svc.settings, prompt_budget_ms=50))   # 100 tokens a request: the page (~1,000) is far
+    told: list = []
+    svc.offers.notify = lambda uri, req: told.append((uri, req.line, req.col))
+    return svc, engine, told
+
+
+async def test_where_a_fast_answer_is_shown_the_pages_answer_is_offered_and_the_cache_gives_it():
+    text, line = far_text()
+    svc, engine, told = offering(page_or_fast("return w * h\n", "return 0\n"))
+    plan = svc.pipeline.plan(request(text, line, 4))
+    assert MARK in engine.detokenize(plan.prompt.tokens) and all(MARK not in engine.detokenize(svc.pipeline.plan_fast(plan, n).prompt.tokens)
+                                       for n in svc.pipeline.fast_sizes())
+    first = await svc.complete(URI, request(text, line, 4))
+    assert (first.text, first.source) == ("return 0", "fast")
+    # the fill evaluates the page, then generates its answer there: it differs, so the client is told
+    assert await until(lambda: told), svc.offers.summary()
+    assert told == [(URI, line, 4)] and svc.offers.stats.offered == 1
+    again = await svc.complete(URI, request(text, line, 4))   # the client asks again: the cache answers
+    assert (again.text, again.source) == ("return w * h", "cache")
+    assert await until(lambda: not svc.filler._running)
+    assert told == [(URI, line, 4)]   # once
+
+
+async def test_the_same_answer_or_none_from_the_page_is_not_offered():
+    text, line = far_text()
+    for page, counted in (("return 0\n", "same"), ("\n", "silent")):
+        svc, engine, told = offering(page_or_fast(page, "return 0\n"))
+        first = await svc.complete(URI, request(text, line, 4))
+        assert first.source == "fast"
+        assert await until(lambda: getattr(svc.offers.stats, counted) == 1), svc.offers.summary()
+        assert told == [] and svc.offers.stats.offered == 0 and svc.offers.stats.generated == 1
+        again = await svc.complete(URI, request(text, line, 4))
+        assert (again.text, again.source) == ("return 0", "cache")
+
+
+async def test_a_page_answer_is_not_offered_again_and_an_off_setting_offers_nothing():
+    text, line = far_text()
+    svc, engine, told = offering(page_or_fast("return w * h\n", "return 0\n"))
+    svc.apply(replace(svc.settings, prompt_budget_ms=-1))    # the page always: nothing to offer
+    got = await svc.complete(URI, request(text, line, 4))
+    assert got.source == "model" and svc.offers.stats.waiting == 0
+    svc, engine, told = offering(page_or_fast("return w * h\n", "return 0\n"))
+    svc.apply(replace(svc.settings, prompt_budget_ms=50, offer_better=False))
+    got = await svc.complete(URI, request(text, line, 4))
+    assert got.source == "fast"
+    await asyncio.sleep(1.5)   # the fill evaluates the page (~0.5 s) and stops there
+    assert told == [] and svc.offers.stats.generated == 0 and len(engine.generations) == 1
+
+
+async def test_a_move_elsewhere_stops_the_offer_and_tells_nothing():
+    text, line = far_text()
+    svc, engine, told = offering(page_or_fast("return w * h + w * h + w * h + w * h\n", "return 0\n"))
+    engine.step_s = 0.05   # the page's answer takes ~2 s to write
+    await svc.complete(URI, request(text, line, 4))
+    assert await until(lambda: svc.offers._running is not None)
+    svc.cursor_moved(URI, request(text, 10, 0))
+    assert await until(lambda: svc.offers.stats.stopped == 1), svc.offers.summary()
+    await asyncio.sleep(0.1)
+    assert told == [] and svc.offers.stats.offered == 0
+
+
+async def test_an_edit_at_the_place_before_the_offer_is_ready_stops_it_and_tells_nothing():
+    text, line = far_text()
+    svc, engine, told = offering(page_or_fast("return w * h + w * h + w * h + w * h\n", "return 0\n"))
+    engine.step_s = 0.05
+    await svc.complete(URI, request(text, line, 4))
+    assert await until(lambda: svc.offers._running is not None)
+    typed = text.replace("def area(w, h):\n    \n", "def area(w, h):\n    x\n", 1)
+    svc.on_edit(URI, typed)                                  # as the protocol stage does after an edit
+    svc.schedule_warmup(URI, request(typed, line, 5))
+    assert await until(lambda: svc.offers.stats.stopped == 1), svc.offers.summary()
+    assert told == []

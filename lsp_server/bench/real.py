@@ -11,6 +11,9 @@ The answers, side by side on the same holes:
 - editor: `tandem serve` over stdio at an editor's pace (real_server.py): the cursor moves to the hole, its
   text is removed, 1 s later an inline completion is asked for; the first answer counts, with its latency and
   the prompt that answered (fast or page);
+- offered: the same request, then what an editor shows once the server offers a better answer there
+  (`tandem/betterCompletion`: the page's, where a fast prompt's was shown) and it asks again; the editor's
+  answer where none is offered. Its latency: from the first request to the answer shown last;
 - page: the same server with time for the whole page (real_server.py);
 - editor_noproject, page_noproject: the same with `projectContext: false`, the server without the project
   around the file (these need the server's `project_context` setting; without it they are skipped, said so).
@@ -38,13 +41,14 @@ from .real_corpus import PROJECTS, CorpusError, Project, cache_root, ensure, loc
 from .real_holes import Hole, cut_project, read_source
 from .real_score import broken, score
 
-VARIANTS = ("raw", "editor", "page", "editor_noproject", "page_noproject")
+VARIANTS = ("raw", "editor", "offered", "page", "editor_noproject", "page_noproject")
 SERVER_VARIANTS = VARIANTS[1:]
 TITLES = {"raw": "raw FIM, whole file (no post-processing)", "editor": "server, editor's pace",
+          "offered": "server, editor's pace, then its offer",
           "page": "server, the whole page", "editor_noproject": "server, editor's pace, no project",
           "page_noproject": "server, the whole page, no project"}
 # the server's passes: (variants it answers, its extra initializationOptions)
-PASSES = ((("editor", "page"), {"projectContext": True}),
+PASSES = ((("editor", "offered", "page"), {"projectContext": True}),
           (("editor_noproject", "page_noproject"), {"projectContext": False}))
 WRITE_EVERY = 10
 

@@ -5,6 +5,11 @@ the project's folder as the workspace root.
   hole's line (`tandem/didMoveCursor`), THINK_S later the hole's text is removed, PAUSE_S later an inline
   completion is asked for; its first answer counts (what the ghost text shows), with its latency and the prompt
   that answered it (the server's record: a fast prompt of the nearest lines, or the page);
+- offered: after the editor's answer, what the editor shows once the server offers a better one
+  (`tandem/betterCompletion`: the page's answer, generated once the fill has evaluated the page where a fast
+  prompt's answer is shown; the client asks again and the server's cache answers), waiting for it as long as
+  the server may still offer one (at most OFFER_WAIT_S); where none comes, the editor's answer. Its latency is
+  from the first request to the answer shown last, `offered` says whether the answer changed;
 - page: the same spot with time for the whole page: once the server's fill has evaluated the page around the
   cursor (its fill no longer runs the fast or page step, nor a generation; at most PAGE_WAIT_S), the document
   is closed and opened again as it is (the typing cache forgets the editor's answer; the KV store keeps the
@@ -35,6 +40,7 @@ PAUSE_S = 1.0           # after removing the hole's text, before asking
 ANSWER_TIMEOUT_S = 60.0
 PAGE_TIMEOUT_S = 180.0   # the page variant has time for the whole page, on a busy machine too
 PAGE_WAIT_S = 300.0     # the page variant waits at most this long for the fill of the page (a busy machine)
+OFFER_WAIT_S = 300.0    # the offered variant waits at most this long for the server's offer
 PROMPTS = {"fast": "fast", "model": "page", "cache": "cache", "reuse": "reuse"}
 
 
@@ -130,6 +136,41 @@ class HoleVisitor:
             await asyncio.sleep(0.25)
         return time.perf_counter() - t0
 
+    async def _offers(self) -> dict:
+        return (await server_stats(self.client)).get("offers") or {}
+
+    async def _offered(self, uri: str, text: str, cursor: int, editor: dict, before: dict,
+                       limit_s: float = OFFER_WAIT_S) -> dict:
+        """What the editor shows once the server has offered a better answer here and it asked again (the
+        editor's answer where none is offered: the answer was not a fast prompt's, or the page's was the same)."""
+        t0 = time.perf_counter()
+        same = dict(editor, offered=False, offer_s=None)
+        seen = len(self.client.offers)
+        if (await self._offers()).get("waiting", 0) == before.get("waiting", 0):
+            return same   # not an answer the server looks at again (the page's own, the cache's)
+        done = lambda o: sum(o.get(k, 0) for k in ("same", "silent", "offered", "stopped"))   # noqa: E731
+        quiet = 0
+        while time.perf_counter() - t0 < limit_s:
+            if any(u == uri for u, _ in self.client.offers[seen:]):
+                break
+            o = await self._offers()
+            if done(o) > done(before) and o.get("offered", 0) == before.get("offered", 0):
+                return same   # looked at again, and nothing better
+            # nothing runs, and the fill does not either: no offer is coming (it was stopped before it began)
+            st = plain(await self.client.protocol.send_request_async("tandem/stats", {}))
+            mem = st.get("memory") or {}
+            busy = (st.get("fill") or {}).get("running") or mem.get("jobs", 0) or mem.get("pending_requests", 0)
+            quiet = 0 if busy else quiet + 1
+            if quiet >= 12:
+                return same
+            await asyncio.sleep(0.25)
+        else:
+            return dict(same, offer_timed_out=True)
+        at = next(t for u, t in self.client.offers[seen:] if u == uri)
+        answer, _, rec = await self._ask(uri, text, cursor)
+        latency = editor["latency_ms"] + (time.perf_counter() - t0) * 1000
+        return self._answer(answer, latency, rec, offered=True, offer_s=round(at - t0, 2))
+
     @staticmethod
     def _answer(text: str | None, latency: float, rec: dict, **more) -> dict:
         source = rec.get("source", "timeout" if text is None else "")
@@ -149,10 +190,13 @@ class HoleVisitor:
         await asyncio.sleep(self.think_s)
         text = self._edit(hole.file, start, end, "")
         try:
-            if "editor" in variants:
+            if "editor" in variants or "offered" in variants:
                 await asyncio.sleep(self.pause_s)
+                before = await self._offers()
                 answer, ms, rec = await self._ask(uri, text, start)
                 out["editor"] = self._answer(answer, ms, rec)
+                if "offered" in variants:
+                    out["offered"] = await self._offered(uri, text, start, out["editor"], before)
             if "page" in variants:
                 # the page's own fill and the prompt at the cursor (not the neighbouring pages)
                 waited = await self._idle(("fast", "page", "next", "prompt"))

@@ -353,6 +353,13 @@ async def running_server(server_cmd: list[str], options: dict | None = None, log
     def _status(params):
         pass
 
+    client.offers = []   # tandem/betterCompletion notifications: (uri, when), for the clients that ask again
+
+    @client.feature("tandem/betterCompletion")
+    def _better(params):
+        uri = params.get("uri") if isinstance(params, dict) else getattr(params, "uri", None)
+        client.offers.append((uri, time.perf_counter()))
+
     await client.start_io(server_cmd[0], *server_cmd[1:])
     try:
         uri = root.resolve().as_uri() if root is not None else None

@@ -58,6 +58,19 @@ async def answer(ls: TandemServer, uri: str, pos: types.Position, invoked: bool 
     return ans, doc, line, col
 
 
+def offer_better(ls: TandemServer, uri: str, req) -> None:
+    """The service found a better answer at the place of a shown one (the page's, where a fast prompt's was
+    shown): `tandem/betterCompletion` {uri, version, position} tells the client to ask again there (the cache
+    answers). Only while the document is as it was then: after an edit the client asks anyway."""
+    doc = ls.workspace.text_documents.get(uri)
+    if doc is None or uri in ls.refused or doc.source != req.document.text:
+        return
+    line = doc.lines[req.line] if req.line < len(doc.lines) else ""
+    pos = types.Position(line=req.line, character=doc.position_codec.client_num_units(line[:req.col]))
+    ls.protocol.notify("tandem/betterCompletion", {"uri": uri, "version": doc.version,
+                                                   "position": {"line": pos.line, "character": pos.character}})
+
+
 def label_for(text: str) -> str:
     first = text.strip().split("\n", 1)[0].strip()
     more = "\n" in text.strip()
@@ -76,6 +89,8 @@ def documentation(ls: TandemServer, text: str) -> types.MarkupContent | str:
 
 
 def register(server: TandemServer) -> None:
+    server.service.offers.notify = lambda uri, req: offer_better(server, uri, req)
+
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(ls: TandemServer, params: types.InlineCompletionParams):
         invoked = params.context is not None and \

@@ -2,8 +2,9 @@
 focus: the newest edit, request, cursor move or opened document). In order: the short prompts of a fast
 answer where the page's state is far from cached (twice the quick one's size, then four times); the page
 itself, to its end, so that every cursor in it is served; the next page where typing on will soon need it; the
-prompt at the cursor, so that a request there evaluates nothing; and the pages next to the cursor's, above and
-below, where a short jump lands. Chunk by chunk: a request pre-empts it within one chunk (llama.cpp's abort callback),
+prompt at the cursor, so that a request there evaluates nothing; where the answer shown there came from a
+shorter prompt, the page's own answer (offer.py); and the pages next to the cursor's, above and below, where a
+short jump lands. Chunk by chunk: a request pre-empts it within one chunk (llama.cpp's abort callback),
 keeping what the two prompts share; the engine's KV store keeps what was evaluated, and the fill resumes from
 there once the model is idle again."""
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     from ..pipeline import Pipeline
+    from .offer import Offers
     from .settings import Settings
     from .stats import ServerStats
     from .tasks import Background
@@ -39,6 +41,7 @@ class FillPort(Protocol):
     model_pool: Executor
     tasks: Background
     stats: ServerStats
+    offers: Offers
 
     def requests_pending(self) -> bool: ...
     def too_far(self, plan: Plan) -> bool: ...
@@ -84,6 +87,7 @@ class Filler:
         log.debug("focus %s:%d%s", uri.rsplit("/", 1)[-1], req.line, " (a fill runs)" if self._running else "")
         if self._running and self.step is not None:
             self.svc.tasks.spawn(self._refocus(self.focus), "refocusing the fill")
+        self.svc.offers.moved(uri, req)
         self.kick()
 
     async def _refocus(self, focus: tuple[str, CompletionRequest]) -> None:
@@ -163,8 +167,18 @@ class Filler:
                 log.debug("no fill for %s:%d: %s", uri.rsplit("/", 1)[-1], req.line + 1, e)
                 return
             engine = pipeline.engine
-            for step in steps:
+            offered = False
+            for step in steps + [None]:
                 if cancel.is_set() or self.svc.pipeline is not pipeline:
+                    break
+                if not offered and (step is None or step.name == "near"):
+                    # the prompt at the cursor is cached: the page's answer there, before the neighbours
+                    offered = True
+                    self.step = None   # a request now stops the fill (and supersedes or joins the offer)
+                    await svc.offers.run(uri, req)
+                    if cancel.is_set() or self.svc.pipeline is not pipeline or self.focus is not focus:
+                        break   # (the user moved meanwhile: fill for the new place, below)
+                if step is None:
                     break
                 if engine.cached(step.tokens) >= len(step.tokens) - 1:
                     continue

@@ -20,6 +20,7 @@ from .cache_writes import cache_writes
 from .fill import Filler
 from .job import CURSOR_LINE_TOKENS, Job
 from .jobs import Jobs
+from .offer import Offers
 from .prefetch import Prefetcher
 from .settings import Settings
 from .stats import Record, ServerStats, Source
@@ -61,6 +62,7 @@ class CompletionService:
         self.context_pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-context")
         self.filler = Filler(self)
         self.prefetcher = Prefetcher(self)
+        self.offers = Offers(self)   # the protocol stage sets its `notify`
         self._latest: dict[str, asyncio.Future] = {}   # uri -> set when a newer request for it arrives
         self._last_request: dict[str, float] = {}      # uri -> when its latest request arrived
         self.loads = 0                                  # model loads since the start (one per start, normally)
@@ -243,6 +245,7 @@ class CompletionService:
             text = await loop.run_in_executor(self.context_pool, self.pipeline.finish_text, around, raw)
             self.cache.store(uri, plan.prefix, plan.suffix, text)
             self.prefetcher.shown(uri, plan, text, gen)
+            self.offers.shown(uri, plan, job.plan, text)
             source = Source.REUSE if job is reuse else Source.FAST if job.plan.fast else Source.MODEL
             log.debug("answered (%s) after %.2fs: queue %.2fs, prompt %s", source, time.perf_counter() - t0,
                       job.queue_s, job.prompt_info)
@@ -362,6 +365,7 @@ class CompletionService:
         self.jobs.cancel(uri)
         self.cache.forget(uri)
         self.filler.forget(uri)
+        self.offers.forget(uri)
         self._last_request.pop(uri, None)
 
     def schedule_warmup(self, uri: str, req: CompletionRequest) -> None:
@@ -439,6 +443,7 @@ class CompletionService:
             if backend := engine.summary():
                 out["backend"] = backend
         out["fill"] = self.filler.summary()
+        out["offers"] = self.offers.summary()
         out["loads"] = self.loads
         out["background"] = {"running": len(self.tasks), "failed": self.tasks.failures}
         return out

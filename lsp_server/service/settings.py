@@ -83,6 +83,9 @@ class Settings:
     languages: dict[str, bool] = field(default_factory=dict)   # {"markdown": false}; others on
     warmup_pause_ms: int = 100        # fill ahead (fill.py) after this much idle time
     prefetch: bool = True             # after a suggestion, generate the next one as if it were accepted
+    # where a suggestion came from a fast prompt, generate the page's answer once the fill has it, and tell the
+    # client (tandem/betterCompletion) where it differs, so it asks again (offer.py)
+    offer_better: bool = True
     max_file_bytes: int = 4 << 20
     # the files the document imports, read from the workspace on disk (never secrets, nor what .gitignore or
     # .tandemignore ignore), and recently edited and viewed code of other files go in the prompt. Off until it

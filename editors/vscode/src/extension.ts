@@ -1,6 +1,7 @@
 // Tandem for VS Code: starts `tandem serve`, mirrors its settings, shows its state in the status bar, and
 // reports accepted suggestions (inline items carry the `tandem.accepted` command the server counts), and tells
-// the server where the cursor went (`tandem/didMoveCursor`) so it fills the KV cache there before the first key.
+// the server where the cursor went (`tandem/didMoveCursor`) so it fills the KV cache there before the first key;
+// where the server has a better suggestion than the one shown (`tandem/betterCompletion`), it asks again.
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
@@ -51,6 +52,18 @@ function reportCursor(editor: vscode.TextEditor | undefined, afterSwitch: boolea
     void client?.sendNotification("tandem/didMoveCursor", {
       uri, position: { line: pos.line, character: pos.character } });
   }, CURSOR_REST_MS);
+}
+
+// the server has a better suggestion where one was shown (tandem/betterCompletion: the whole page's answer, where
+// a short prompt's was shown): ask again while the document, its version and the cursor are as the server saw
+// them; its cache answers
+function onBetter(p: { uri: string; version: number; position: { line: number; character: number } }): void {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || Date.now() < snoozedUntil) return;
+  const doc = editor.document, pos = editor.selection.active;
+  if (doc.uri.toString() !== p.uri || doc.version !== p.version || !editor.selection.isEmpty ||
+      pos.line !== p.position?.line || pos.character !== p.position?.character) return;
+  void vscode.commands.executeCommand("editor.action.inlineSuggest.trigger");
 }
 
 function settings(): Record<string, unknown> {
@@ -187,6 +200,7 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     startError = undefined;
     // the server says when its state changes (loading, ready, error, on/off): shown at once, not at the next poll
     client.onNotification("tandem/status", onStatus);
+    client.onNotification("tandem/betterCompletion", onBetter);
   } catch (e) {
     startError = `${command} serve: ${e instanceof Error ? e.message : String(e)}`;
     output.appendLine(`Tandem: ${startError}`);

@@ -70,6 +70,21 @@ function M.ask(client, bufnr, invoked)
   s.req = ok and id or nil
 end
 
+--- The server has a better suggestion where the last one was asked for (tandem/betterCompletion {uri, version,
+--- position}: the whole page's answer, where a short prompt's is shown): ask again, while the buffer, its version
+--- and the cursor are as they were; the server's cache answers. True when it asked.
+function M.better(client, params)
+  local bufnr = vim.api.nvim_get_current_buf()
+  if type(params) ~= "table" or vim.uri_from_bufnr(bufnr) ~= params.uri or vim.fn.mode() ~= "i"
+      or vim.b[bufnr].changedtick ~= params.version or type(params.position) ~= "table" then
+    return false
+  end
+  local pos = vim.lsp.util.make_position_params(0, client.offset_encoding).position
+  if pos.line ~= params.position.line or pos.character ~= params.position.character then return false end
+  M.ask(client, bufnr, false)
+  return true
+end
+
 --- After an edit in insert mode: typing what the suggestion shows keeps its rest shown (true); anything else
 --- clears it (false: ask again).
 function M.typed(bufnr)

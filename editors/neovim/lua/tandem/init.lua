@@ -142,6 +142,14 @@ function M.setup(opts)
     init_options = settings,
     settings = { tandem = settings },
     on_attach = M.on_attach,
+    handlers = {
+      -- a better suggestion where one was shown (the plugin's own ghost text asks again; Neovim's own ghost text
+      -- and the popup have no way to be asked again from here)
+      ["tandem/betterCompletion"] = function(_, params, ctx)
+        local client = vim.lsp.get_client_by_id(ctx.client_id)
+        if client and M.config.suggestions == "ghost" then require("tandem.ghost").better(client, params) end
+      end,
+    },
   })
   vim.lsp.enable("tandem")
 end

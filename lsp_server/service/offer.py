@@ -1,0 +1,148 @@
+"""The better answer, offered: where an answer came from a prompt shorter than the page's (a fast answer: the
+page was too far from cached for the prompt budget), the fill goes on to evaluate the page while the user reads;
+once the page's prompt at the cursor is cached, its own answer is generated there, and where it differs from
+what was shown it goes into the typing cache and the client is told (`tandem/betterCompletion`), so it asks again
+and the cache answers. The generation is a job like a prefetch's: a request at the place joins it, any other
+request or an edit stops it, and the answer shown is never replaced without the client asking."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable, Protocol
+
+from ..engine import StopReason
+from ..pipeline import CompletionRequest, Plan
+from .cache_writes import cache_writes
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from ..pipeline import Pipeline
+    from .cache import TypingCache
+    from .job import Job
+    from .settings import Settings
+
+log = logging.getLogger("tandem.offer")
+
+
+class OfferPort(Protocol):
+    """What an offer needs of the service (the CompletionService is one): the pipeline and settings of the
+    moment, the context thread, the typing cache, how far a plan's prompt is from cached, starting a job."""
+    pipeline: Pipeline | None
+    settings: Settings
+    context_pool: Executor
+    cache: TypingCache
+
+    def too_far(self, plan: Plan) -> bool: ...
+    def start_job(self, uri: str, plan: Plan, base: str | None = None) -> Job: ...
+
+
+@dataclass
+class Shown:
+    """An answer shown from a prompt other than the page's at rest: where, what, and from which prompt."""
+    request: CompletionRequest
+    prefix: str
+    suffix: str
+    text: str
+    prompt: list[int]
+
+
+@dataclass
+class OfferStats:
+    waiting: int = 0      # answers shown from a fast prompt, or while typing (candidates)
+    generated: int = 0    # the page's answer generated for one
+    same: int = 0         # ... and it was what had been shown
+    silent: int = 0       # ... and the page's prompt said nothing there (the shown answer stays)
+    offered: int = 0      # ... and it differed: in the cache, and the client told
+    stopped: int = 0      # the generation was stopped (a request elsewhere, an edit)
+
+
+def same_place(a: CompletionRequest, b: CompletionRequest) -> bool:
+    return (a.line, a.col, a.document.path) == (b.line, b.col, b.document.path) and \
+        a.document.text == b.document.text
+
+
+class Offers:
+    def __init__(self, service: OfferPort, notify: Callable[[str, CompletionRequest], None] | None = None):
+        self.svc = service
+        # where a better answer is found: (uri, the request it answers); the protocol stage tells the client
+        self.notify = notify or (lambda uri, req: None)
+        self._shown: dict[str, Shown] = {}   # uri -> its latest answer from a short prompt (one per document)
+        self._running: tuple[str, CompletionRequest, Job] | None = None
+        self.stats = OfferStats()
+
+    def shown(self, uri: str, plan: Plan, answered_by: Plan, text: str) -> None:
+        """An answer was shown for `plan`'s place; `answered_by` is the plan whose prompt wrote it."""
+        # a fast prompt's answer, or the page's while typing (its suffix may be shorter than the one at rest)
+        if (answered_by.fast or not answered_by.request.at_rest) and self.svc.settings.offer_better \
+                and plan.mode.complete:
+            self._shown[uri] = Shown(plan.request, plan.prefix, plan.suffix, text, answered_by.prompt.tokens)
+            self.stats.waiting += 1
+        else:
+            self._shown.pop(uri, None)
+
+    def forget(self, uri: str) -> None:
+        self._shown.pop(uri, None)
+
+    def moved(self, uri: str, req: CompletionRequest) -> None:
+        """The user is elsewhere now (a cursor move, an edit): a generation for an offer at the old place stops
+        (its prompt stays cached; an edit or a request stops it through the jobs too)."""
+        running = self._running
+        if running is not None and not (running[0] == uri and same_place(running[1], req)):
+            job = running[2]
+            job.cancel.set_keeping(len(job.plan.prompt.tokens))
+
+    def due(self, uri: str, req: CompletionRequest) -> Shown | None:
+        """The answer shown at exactly this place (the document unchanged since), if the page may do better."""
+        s = self._shown.get(uri)
+        return s if s is not None and same_place(s.request, req) else None
+
+    async def run(self, uri: str, req: CompletionRequest) -> bool:
+        """The page's answer at this place, where a shorter prompt's is shown: generated, compared, and offered
+        where it differs. True when the client was told."""
+        svc, shown = self.svc, self.due(uri, req)
+        pipeline = svc.pipeline
+        if shown is None or pipeline is None or not svc.settings.offer_better:
+            return False
+        del self._shown[uri]   # once: whatever comes of it, this answer is not looked at again
+        loop = asyncio.get_running_loop()
+        try:
+            plan = await loop.run_in_executor(svc.context_pool, pipeline.plan, replace(shown.request, at_rest=True))
+        except Exception as e:   # a place the edit made invalid: nothing to offer
+            log.debug("no offer at %s:%d: %s", uri.rsplit("/", 1)[-1], req.line + 1, e)
+            return False
+        # the page's prompt must be what the fill has cached, and another prompt than the one that answered
+        if plan.fast or plan.prompt.tokens == shown.prompt or svc.too_far(plan) or svc.pipeline is not pipeline:
+            return False
+        job = svc.start_job(uri, plan)
+        self._running = (uri, shown.request, job)
+        try:
+            gen = await asyncio.shield(job.future)
+        except Exception as e:   # the engine's fault: the job's own to report
+            log.debug("the offer at %s:%d failed: %s", uri.rsplit("/", 1)[-1], req.line + 1, e)
+            return False
+        finally:
+            self._running = None
+        if gen is None or gen.stop_reason == StopReason.CANCELLED:
+            self.stats.stopped += 1
+            return False
+        self.stats.generated += 1
+        writes = await loop.run_in_executor(svc.context_pool, cache_writes, plan, gen)
+        text = writes[0].text
+        if not text.strip():
+            self.stats.silent += 1
+            return False
+        if text.rstrip() == shown.text.rstrip():
+            self.stats.same += 1
+            return False
+        # into the cache before the client is told (the service stores every finished generation too, later)
+        svc.cache.store(uri, plan.prefix, plan.suffix, text)
+        self.stats.offered += 1
+        log.debug("offer at %s:%d: %r instead of %r", uri.rsplit("/", 1)[-1], req.line + 1, text[:40],
+                  shown.text[:40])
+        self.notify(uri, shown.request)
+        return True
+
+    def summary(self) -> dict:
+        return dict(vars(self.stats))
