@@ -247,7 +247,8 @@ def test_a_short_run_on_local_projects_and_its_resume(tmp_path):
     variants = report["variants"]
     assert variants[:4] == ["raw", "editor", "offered", "page"]
     assert set(variants) | set(report["skipped_variants"]) == {"raw", "editor", "offered", "page",
-                                                               "editor_noproject", "page_noproject"}
+                                                               "editor_noproject", "offered_noproject",
+                                                               "page_noproject"}
     assert set(report["summary"]) == set(variants)
     assert all(report["summary"][v]["holes"] == 2 for v in variants)
     assert len(report["results"]) == 2
@@ -261,11 +262,11 @@ def test_a_short_run_on_local_projects_and_its_resume(tmp_path):
                                                                "skipped", "superseded", "empty")
         assert "waited_s" in r["page"] and "early" in r["page"]
         # the offered answer: the editor's where none was offered, else another one, taken later
-        off, ed = r["offered"], r["editor"]
-        if off["offered"]:
-            assert off["text"] != ed["text"] and off["latency_ms"] > ed["latency_ms"] and off["offer_s"] >= 0
-        else:
-            assert off["text"] == ed["text"] and off["latency_ms"] == ed["latency_ms"]
+        for off, ed in ((r["offered"], r["editor"]), (r["offered_noproject"], r["editor_noproject"])):
+            if off["offered"]:
+                assert off["text"] != ed["text"] and off["latency_ms"] > ed["latency_ms"] and off["offer_s"] >= 0
+            else:
+                assert off["text"] == ed["text"] and off["latency_ms"] == ed["latency_ms"]
     assert "first line exact by language" in p.stdout and "server, editor's pace" in p.stdout
     # resumed: nothing computed again, no server and no engine started
     p = subprocess.run(tandem_cmd() + run + ["--resume", str(out), "--json", str(again)], cwd=ROOT,

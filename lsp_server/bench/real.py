@@ -15,7 +15,8 @@ The answers, side by side on the same holes:
   (`tandem/betterCompletion`: the page's, where a fast prompt's was shown) and it asks again; the editor's
   answer where none is offered. Its latency: from the first request to the answer shown last;
 - page: the same server with time for the whole page (real_server.py);
-- editor_noproject, page_noproject: the same with `projectContext: false`, the server without the project
+- editor_noproject, offered_noproject, page_noproject: the same with `projectContext: false` (the default), the
+  server without the project
   around the file (these need the server's `project_context` setting; without it they are skipped, said so).
 
 A server and the in-process engine never run at once: per project, the server's passes first, then raw.
@@ -41,15 +42,16 @@ from .real_corpus import PROJECTS, CorpusError, Project, cache_root, ensure, loc
 from .real_holes import Hole, cut_project, read_source
 from .real_score import broken, score
 
-VARIANTS = ("raw", "editor", "offered", "page", "editor_noproject", "page_noproject")
+VARIANTS = ("raw", "editor", "offered", "page", "editor_noproject", "offered_noproject", "page_noproject")
 SERVER_VARIANTS = VARIANTS[1:]
 TITLES = {"raw": "raw FIM, whole file (no post-processing)", "editor": "server, editor's pace",
           "offered": "server, editor's pace, then its offer",
           "page": "server, the whole page", "editor_noproject": "server, editor's pace, no project",
+          "offered_noproject": "server, editor's pace, its offer, no project",
           "page_noproject": "server, the whole page, no project"}
 # the server's passes: (variants it answers, its extra initializationOptions)
 PASSES = ((("editor", "offered", "page"), {"projectContext": True}),
-          (("editor_noproject", "page_noproject"), {"projectContext": False}))
+          (("editor_noproject", "offered_noproject", "page_noproject"), {"projectContext": False}))
 WRITE_EVERY = 10
 
 
@@ -408,7 +410,7 @@ def cli_main(args, load_engine, die) -> None:
     skipped = {v: "--real-skip" for v in VARIANTS if v in skip}
     from .real_server import has_setting
     if not has_setting("project_context"):
-        for v in ("editor_noproject", "page_noproject"):
+        for v in ("editor_noproject", "offered_noproject", "page_noproject"):
             if v not in skip:
                 skipped[v] = "this server has no projectContext setting yet (service/settings.py project_context)"
                 log(f"{v}: skipped: {skipped[v]}")
