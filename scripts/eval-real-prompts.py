@@ -10,7 +10,7 @@ tokens (default: the server's); `pN` the project around the file (the workspace 
 the definitions the nearest code uses in a fast prompt; `bN` N tokens of the code below the cursor's line in
 the fast prompt's head (fastBelowTokens; default: the server's); `mN` N tokens of the lines elsewhere in the file
 like those above the cursor in the fast prompt's head (fastSimilarTokens); `xN` a prefix budget of N tokens (the
-page's). `R` alone: raw FIM with the whole file (`tandem eval real`'s raw answer, no post-processing). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
+page's). Each answer keeps its tokens' texts and top-2 logit gaps (`pieces`, `margins`). `R` alone: raw FIM with the whole file (`tandem eval real`'s raw answer, no post-processing). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
 import json
 import random
 import re
@@ -85,7 +85,8 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
             if similar is not None:
                 pl.budget = replace(pl.budget, similar_tokens=int(similar))
             req = CompletionRequest(doc, line, col, max_tokens=256, max_tokens_single_line=40, speculative=False,
-                                    force=True, root=str(p.root) if near is not None else None)
+                                    force=True, root=str(p.root) if near is not None else None,
+                                    record_margins=True)
             plan = pl.plan(req)
             if below is not None:
                 pl.budget = replace(pl.budget, below_tokens=int(below))
@@ -94,7 +95,10 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
             gen = pl.generate(plan)
             answer = pl.finish(plan, gen).text
             row[c] = {"text": answer, "prompt_tokens": len(plan.prompt.tokens), "evaluated": gen.prompt_evaluated,
-                      "prompt_s": round(gen.prompt_s, 3), **score(answer, h.expected, holed, start, h.language, base)}
+                      "prompt_s": round(gen.prompt_s, 3), **score(answer, h.expected, holed, start, h.language, base),
+                      # each generated token's text and its top-2 logit gap (how sure the model was of it)
+                      "pieces": [pl.engine.target.detokenize([t]) for t in gen.tokens],
+                      "margins": [round(m, 3) for m in gen.margins]}
         results.append(row)
         print(i + 1, h.task_id, " ".join(f"{c}:{int(row[c]['first_exact'])}" for c in configs), flush=True)
         Path(out).write_text(json.dumps(results))

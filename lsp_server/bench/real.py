@@ -45,9 +45,9 @@ from .real_score import broken, score
 VARIANTS = ("raw", "editor", "offered", "page", "editor_noproject", "offered_noproject", "page_noproject")
 SERVER_VARIANTS = VARIANTS[1:]
 TITLES = {"raw": "raw FIM, whole file (no post-processing)", "editor": "server, editor's pace",
-          "offered": "server, editor's pace, then its offer",
+          "offered": "server, then its offer",
           "page": "server, the whole page", "editor_noproject": "server, editor's pace, no project",
-          "offered_noproject": "server, editor's pace, its offer, no project",
+          "offered_noproject": "server, then its offer, no project",
           "page_noproject": "server, the whole page, no project"}
 # the server's passes: (variants it answers, its extra initializationOptions)
 PASSES = ((("editor", "offered", "page"), {"projectContext": True}),
