@@ -12,18 +12,9 @@ require("tandem").setup({ cmd = { os.getenv("TANDEM_PYTHON"), "-m", "lsp_server.
                           settings = { timeBudgetMs = 30000 }, suggestions = "popup" })
 
 session.run(function()
-  if not wait_until(function() return #vim.lsp.get_clients({ name = "tandem", bufnr = 0 }) > 0 end, 60) then
-    note("no client attached"); return finish(false)
-  end
+  if not session.attached() then return finish(false) end
   note("attached")
-  local stats
-  if not wait_until(function()
-    stats = require("tandem").stats(0)
-    return stats ~= nil and (stats.ready == true or (stats.load_error ~= nil and stats.load_error ~= vim.NIL))
-  end, 180) or not stats.ready then
-    note("models not ready"); return finish(false)
-  end
-  note("ready")
+  if not session.models_ready() then return finish(false) end
   local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
   local row
   for i = #lines, 1, -1 do

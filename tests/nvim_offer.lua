@@ -26,17 +26,8 @@ local function last_source()
 end
 
 session.run(function()
-  if not wait_until(function() return #vim.lsp.get_clients({ name = "tandem", bufnr = 0 }) > 0 end, 60) then
-    note("no client attached"); return finish(false)
-  end
-  local stats
-  if not wait_until(function()
-    stats = tandem.stats(0)
-    return stats ~= nil and (stats.ready == true or (stats.load_error ~= nil and stats.load_error ~= vim.NIL))
-  end, 180) or not stats.ready then
-    note("models not ready"); return finish(false)
-  end
-  note("ready")
+  if not session.attached() then return finish(false) end
+  if not session.models_ready() then return finish(false) end
   local row = tonumber(os.getenv("TANDEM_LINE"))
   local line = vim.api.nvim_buf_get_lines(0, row - 1, row, false)[1]
   local indent = line:match("^%s*")

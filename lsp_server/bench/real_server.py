@@ -153,11 +153,11 @@ class HoleVisitor:
         while time.perf_counter() - t0 < limit_s:
             if any(u == uri for u, _ in self.client.offers[seen:]):
                 break
-            o = await self._offers()
+            st = await server_stats(self.client)
+            o = st.get("offers") or {}
             if done(o) > done(before) and o.get("offered", 0) == before.get("offered", 0):
                 return same   # looked at again, and nothing better
             # nothing runs, and the fill does not either: no offer is coming (it was stopped before it began)
-            st = plain(await self.client.protocol.send_request_async("tandem/stats", {}))
             mem = st.get("memory") or {}
             busy = (st.get("fill") or {}).get("running") or mem.get("jobs", 0) or mem.get("pending_requests", 0)
             quiet = 0 if busy else quiet + 1
