@@ -19,6 +19,12 @@ def test_psm_layout_with_repository_header():
     assert t[i + 1:j] == [ord("a"), ord("b")] and t[j + 1:-1] == [ord("c"), ord("d")] and t[-1] == -3
 
 
+def test_a_prompts_digest_names_its_tokens():
+    a, b = (build_prompt(CharTokenizer(), PromptParts("ab", s, path="x.py")) for s in ("cd", "cd"))
+    c = build_prompt(CharTokenizer(), PromptParts("ab", "ce", path="x.py"))
+    assert a.digest() == b.digest() != c.digest() and len(a.digest()) == 16
+
+
 def test_prefix_budget_keeps_the_end_and_its_start_stays_while_the_user_types():
     lines = [f"line {i:03d} = value_{i * 7 % 13}\n" for i in range(200)]
     budget = PromptBudget(prefix_tokens=20 * 50, suffix_tokens=10)

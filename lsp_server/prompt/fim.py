@@ -7,6 +7,9 @@ and the prefix starts at a page boundary (pages.py) so that a jump inside the pa
 """
 from __future__ import annotations
 
+import hashlib
+from array import array
+
 from dataclasses import dataclass, field, replace
 from typing import Callable, Protocol
 
@@ -87,6 +90,11 @@ class Prompt:
     page_end: int = 0             # the line after the page's text
     next_fill: list[int] | None = None   # the next page's tokens up to the cursor, when typing on will reach it
     anchored: bool = True         # False: no page boundary was in reach, the start follows the cursor
+
+    def digest(self) -> str:
+        """A short name for the token sequence: two records (or an offer and a record) with the same digest came
+        from the same prompt."""
+        return hashlib.blake2b(array("i", self.tokens).tobytes(), digest_size=8).hexdigest()
 
 
 def _fit_suffix(tok: Tokenizer, suffix: str, budget: int) -> tuple[list[int], bool]:

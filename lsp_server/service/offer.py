@@ -56,6 +56,7 @@ class OfferStats:
     silent: int = 0       # ... and the page's prompt said nothing there (the shown answer stays)
     offered: int = 0      # ... and it differed: in the cache, and the client told
     stopped: int = 0      # the generation was stopped (a request elsewhere, an edit)
+    prompt: str = ""      # the digest of the latest generation's prompt (Prompt.digest)
 
 
 def same_place(a: CompletionRequest, b: CompletionRequest) -> bool:
@@ -128,6 +129,7 @@ class Offers:
             self.stats.stopped += 1
             return False
         self.stats.generated += 1
+        self.stats.prompt = plan.prompt.digest()
         writes = await loop.run_in_executor(svc.context_pool, cache_writes, plan, gen)
         text = writes[0].text
         if not text.strip():

@@ -345,6 +345,7 @@ class CompletionService:
             rec.prompt_evaluated = rec.prompt_tokens - reused
             rec.prompt_restored = job.restored
             rec.page = job.plan.prompt.prefix_cut_lines
+            rec.prompt = job.plan.prompt.digest()
             gen = job.future.result() if job.future.done() and not job.future.exception() else None
             if gen is not None:
                 rec.tokens, rec.tok_s, rec.gen_s = len(gen.tokens), gen.tok_s, gen.gen_s

@@ -38,6 +38,7 @@ class Record:
     gen_s: float = 0.0       # generation
     prompt_restored: int = 0  # prompt tokens whose KV state came back from the store
     page: int = -1           # the line the prompt's prefix starts at (-1: no model call)
+    prompt: str = ""         # the prompt's digest (Prompt.digest; empty: no model call)
 
 
 def percentile(values: list[float], q: float) -> float | None:
