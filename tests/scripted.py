@@ -44,6 +44,7 @@ class ScriptedEngine:
         self.lock = threading.Lock()
         self.generations: list[str] = []   # the prefix of each generation that ran (for the tests)
         self.prompts: list[list[int]] = []  # and its prompt
+        self.cancels: list[tuple] = []       # each call's cancel flag, and whether it yielded to other windows then
         self.cancelled = 0
 
     # ---- tokens --------------------------------------------------------------------------------------------
@@ -86,6 +87,7 @@ class ScriptedEngine:
             return self.target.counters.evaluated - before
 
     def generate(self, req, cancel=None) -> Generation:
+        self.cancels.append((cancel, getattr(cancel, "yields", None)))
         with self.lock:
             t0 = time.perf_counter()
             done = self._prefill(req.tokens, cancel)

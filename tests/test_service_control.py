@@ -123,6 +123,27 @@ async def test_a_request_that_typed_what_the_generation_writes_joins_it():
     assert len(engine.generations) == 1      # no second generation
 
 
+async def test_background_work_yields_to_other_windows_until_a_request_waits_for_it():
+    """A generation nobody waits for (a prefetch, an offer) is marked so that another window's request stops it
+    in a shared engine (`Cancel.yields`); a request that joins it takes the mark off; a request's own generation
+    never has it."""
+    svc, engine = service(step_s=0.02)
+    plan = svc.pipeline.plan(request())
+    job = svc.start_job(URI, plan, background=True)
+    while not engine.cancels:
+        await asyncio.sleep(0.005)
+    assert engine.cancels[0] == (job.cancel, True)
+    joined = asyncio.ensure_future(svc.complete(URI, request()))
+    await asyncio.sleep(0.05)
+    assert job.cancel.yields is False
+    got = await joined
+    assert got.source == "reuse" and got.text == "return w * h", got
+    other = TEXT.replace("area", "volume")   # another document: a request's own generation
+    got = await svc.complete("file:///t/volume.py", CompletionRequest(Document("/t/volume.py", other, "python"),
+                                                                       1, 4))
+    assert got.source == "model" and len(engine.cancels) == 2 and engine.cancels[1][1] is False, engine.cancels
+
+
 async def test_a_request_pre_empts_the_fill_and_the_fill_goes_on_afterwards():
     long = "\n".join(f"x{i} = {i}" for i in range(400)) + "\n" + TEXT
     svc, engine = service(warmup_pause_ms=10, token_s=0.001)   # the page: ~800 tokens, 0.8 s

@@ -197,6 +197,24 @@ def test_it_answers_as_the_in_process_engine_restarts_after_it_dies_and_exits_wh
         fill.join(60)
         time.sleep(1.1)   # the summary is asked of the engine process at most once a second
         assert window.summary()["shared_engine"]["fills_yielded"] >= 1
+        # so does a generation nobody waits for (a prefetch, an offer: `Cancel.yields`), unless a request of its
+        # window joined it meanwhile (`set_yields(False)`): that one runs to its end, and the request waits
+        for joined in (False, True):
+            flag, out = Cancel(yields=True), {}
+            bg = threading.Thread(target=lambda: out.update(g=other.generate(
+                GenerationRequest(prompt, max_tokens=40, speculative=False), flag)))
+            bg.start()
+            time.sleep(0.3)
+            if joined:
+                flag.set_yields(False)
+                time.sleep(0.1)
+            window.generate(GenerationRequest(prompt, max_tokens=2, speculative=False))
+            bg.join(60)
+            g = out["g"]
+            if joined:
+                assert g.stop_reason == "length" and len(g.tokens) == 40, g
+            else:
+                assert g.stop_reason == "cancelled" and len(g.tokens) < 40, g
         # a fill pre-empted by a request that shares its first tokens goes on that far (`Cancel.keep_until`,
         # passed on to the engine process), so the request finds them cached
         long = window.tokenize("y = 2\n" * 400)

@@ -52,10 +52,19 @@ class Cancel(threading.Event):
     """A cancel flag that may spare a prefix: prompt evaluation goes on up to `keep_until` tokens after it is
     set, because the request that replaced this one shares them and would evaluate them next anyway."""
 
-    def __init__(self):
+    def __init__(self, yields: bool = False):
         super().__init__()
         self.keep_until = 0
+        # background work nobody waits for (a prefetch, an offer, a generation going on after its answer): where
+        # one engine serves several windows, another window's request stops it (in-process the service does)
+        self.yields = yields
         self._listeners: list[Callable[["Cancel"], None]] = []
+
+    def set_yields(self, yields: bool) -> None:
+        if yields != self.yields:
+            self.yields = yields
+            for fn in list(self._listeners):
+                fn(self)
 
     def set_keeping(self, keep_until: int) -> None:
         self.keep_until = max(0, keep_until) if not self.is_set() else min(self.keep_until, max(0, keep_until))
@@ -67,9 +76,9 @@ class Cancel(threading.Event):
             fn(self)
 
     def listen(self, fn: Callable[["Cancel"], None]) -> Callable[[], None]:
-        """Call `fn(self)` when it is set and each time its limit changes after (at once if set already), in the
-        setter's thread: a cancel that crosses a socket goes at once, no waiting thread polls for it. Returns
-        what stops it."""
+        """Call `fn(self)` when it is set, each time its limit changes after (at once if set already) and when
+        `yields` changes, in the setter's thread: a cancel that crosses a socket goes at once, no waiting thread
+        polls for it. Returns what stops it."""
         self._listeners.append(fn)
         if self.is_set():
             fn(self)

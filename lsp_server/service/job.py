@@ -20,7 +20,7 @@ EARLY_MIN_CHARS = 6
 class Job:
     """One generation on the model thread, the requests waiting for it, and what it has written so far."""
 
-    def __init__(self, uri: str, plan: Plan, base: str | None = None):
+    def __init__(self, uri: str, plan: Plan, base: str | None = None, background: bool = False):
         self.uri, self.plan = uri, plan
         self.loop = asyncio.get_running_loop()
         self.progress = asyncio.Event()   # set (from the model thread) whenever `partial` grows
@@ -32,7 +32,8 @@ class Job:
         self.base = base
         self.queued_at = time.perf_counter()
         self.started_at: float | None = None
-        self.cancel = Cancel()
+        # background work (a prefetch, an offer) gives way to other windows' requests until a request joins it
+        self.cancel = Cancel(yields=background)
         self.partial = ""            # the text generated so far, written by the model thread
         self.waiters = 0
         self.future: asyncio.Future | None = None

@@ -35,7 +35,7 @@ class OfferPort(Protocol):
     cache: TypingCache
 
     def too_far(self, plan: Plan) -> bool: ...
-    def start_job(self, uri: str, plan: Plan, base: str | None = None) -> Job: ...
+    def start_job(self, uri: str, plan: Plan, base: str | None = None, background: bool = False) -> Job: ...
 
 
 @dataclass
@@ -116,7 +116,7 @@ class Offers:
         # the page's prompt must be what the fill has cached, and another prompt than the one that answered
         if plan.fast or plan.prompt.tokens == shown.prompt or svc.too_far(plan) or svc.pipeline is not pipeline:
             return False
-        job = svc.start_job(uri, plan)
+        job = svc.start_job(uri, plan, background=True)
         self._running = (uri, shown.request, job)
         try:
             gen = await asyncio.shield(job.future)

@@ -41,7 +41,7 @@ class PrefetchPort(Protocol):
 
     def request_waits(self, uri: str) -> bool: ...
     def too_far(self, plan: Plan) -> bool: ...
-    def start_job(self, uri: str, plan: Plan, base: str | None = None) -> Job: ...
+    def start_job(self, uri: str, plan: Plan, base: str | None = None, background: bool = False) -> Job: ...
 
 
 def worth_it(plan: Plan, shown: str, gen: Generation | None) -> bool:
@@ -80,7 +80,7 @@ class Prefetcher:
         if (not plan.mode.complete or svc.request_waits(uri) or svc.jobs.has(uri) or svc.pipeline is not pipeline
                 or svc.cache.lookup(uri, plan.prefix, plan.suffix, count=False) is not None or svc.too_far(plan)):
             return   # (a prompt far from cached: filling its page comes first)
-        job = svc.start_job(uri, plan, base=base)
+        job = svc.start_job(uri, plan, base=base, background=True)
         try:
             gen = await asyncio.shield(job.future)
         except Exception as e:   # the engine's fault was the job's own to report; none to store

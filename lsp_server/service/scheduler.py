@@ -255,6 +255,7 @@ class CompletionService:
     async def _wait(self, job: Job, superseded: asyncio.Future, typed: str, one_line: bool):
         """The job's answer for this request (see `Job.take`), or "gone" once a newer request supersedes it."""
         job.waiters += 1
+        job.cancel.set_yields(False)   # a request waits for it: it is not background work now
         try:
             while True:
                 job.progress.clear()
@@ -279,11 +280,15 @@ class CompletionService:
             raise
         finally:
             job.waiters -= 1
+            if job.waiters == 0:   # answered, and going on to fill the cache: background work again
+                job.cancel.set_yields(True)
 
-    def start_job(self, uri: str, plan: Plan, base: str | None = None, lead: list[int] | None = None) -> Job:
+    def start_job(self, uri: str, plan: Plan, base: str | None = None, lead: list[int] | None = None,
+                  background: bool = False) -> Job:
         """A generation for this plan on the model thread. `base`: a prefetch's (see Job); `lead`: tokens of
-        another prompt (the page's) to evaluate first, kept in the KV store."""
-        job = Job(uri, plan, base)
+        another prompt (the page's) to evaluate first, kept in the KV store; `background`: nobody waits for it
+        yet (a prefetch, an offer)."""
+        job = Job(uri, plan, base, background)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("start a %s job at %s:%d (%s prompt, %d tokens, %d not cached%s)",
                       "prefetch" if base else "request", uri.rsplit("/", 1)[-1], plan.request.line + 1,

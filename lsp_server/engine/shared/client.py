@@ -251,9 +251,10 @@ class SharedEngine:
             return self._generate(req, cancel)
 
     def _generate(self, req: GenerationRequest, cancel: threading.Event | None) -> Generation:
-        rid, q = self._open("generate", request=wire.request_to_dict(req))
+        yields = bool(getattr(cancel, "yields", False))
+        rid, q = self._open("generate", request=wire.request_to_dict(req), yields=yields)
         try:
-            with self._cancel_link(rid, cancel, q) as receive:
+            with self._cancel_link(rid, cancel, q, yields) as receive:
                 return self._generate_events(req, rid, receive)
         finally:
             self._pending.pop(rid, None)
@@ -276,17 +277,26 @@ class SharedEngine:
                 return gen
 
     @contextmanager
-    def _cancel_link(self, rid: int, cancel: threading.Event | None, q: queue.Queue):
+    def _cancel_link(self, rid: int, cancel: threading.Event | None, q: queue.Queue, yields: bool = False):
         """Pass the caller's cancel flag on to the engine process, with how far the prompt evaluation may still go
-        (`Cancel.keep_until`: the tokens the pre-empting request shares), again each time that shrinks. A `Cancel`
-        says so itself, in the thread that sets it (a thread waking every few ms to look for it slowed the
-        engine's decoding on a 2-core machine); another flag is polled while waiting. Yields what waits for the
-        request's next message."""
+        (`Cancel.keep_until`: the tokens the pre-empting request shares), again each time that shrinks, and
+        whether the work may give way to another window's request (`Cancel.yields`; sent with the request as
+        `yields`) each time that changes. A `Cancel` says so itself, in the thread that sets it (a thread waking
+        every few ms to look for it slowed the engine's decoding on a 2-core machine); another flag is polled
+        while waiting. Yields what waits for the request's next message."""
         told: list[int | None] = [None]
+        said_yields = [yields]
         lock = threading.Lock()
 
         def tell(c: threading.Event | None) -> None:
-            if c is None or not c.is_set():
+            if c is None:
+                return
+            if not c.is_set():
+                y = bool(getattr(c, "yields", False))
+                with lock:
+                    if y != said_yields[0]:
+                        said_yields[0] = y
+                        self._send_if_up({"id": rid, "op": "yields", "value": y})
                 return
             keep = getattr(c, "keep_until", 0)
             with lock:
@@ -304,6 +314,8 @@ class SharedEngine:
                     tell(cancel)
 
         stop = cancel.listen(tell) if isinstance(cancel, Cancel) else None
+        if stop is not None:
+            tell(cancel)   # a change between the request's message and listening
         try:
             yield receive
         finally:

@@ -1,7 +1,8 @@
 """The engine process: one Engine (the model pair, its KV store, calibration and statistics) for every window,
 served on a Unix socket (mode 0600). Each window's server is a connection; a generation runs on a worker
-thread and streams its events back; a window's request cancels the fill-ahead of the other windows, and of the
-jobs waiting for the models it goes first (`Turns`); the process exits after `idle_s` without a connection."""
+thread and streams its events back; a window's request cancels the other windows' background work (fills ahead,
+and generations nobody waits for: `Cancel.yields`), and of the jobs waiting for the models it goes first (`Turns`);
+the process exits after `idle_s` without a connection."""
 from __future__ import annotations
 
 import asyncio
@@ -121,6 +122,15 @@ class EngineHost:
             if (ev := conn.cancels.get(rid)) is not None:
                 ev.set_keeping(int(msg.get("keep") or 0))
             return
+        if op == "yields":   # background work nobody waits for gives way to other windows' requests; or not now
+            if (ev := conn.cancels.get(rid)) is not None:
+                if msg.get("value"):
+                    conn.fills[rid] = ev
+                else:   # a request of the window joined it: a request now
+                    conn.fills.pop(rid, None)
+                    conn.asked_at = time.monotonic()
+                    self._yield_fills(conn)
+            return
         if op == "reply":
             if (wait := conn.replies.get(rid)) is not None:
                 wait[1]["value"] = bool(msg.get("value"))
@@ -128,9 +138,9 @@ class EngineHost:
             return
         if op in ("generate", "prewarm"):
             cancel = conn.cancels[rid] = Cancel()
-            if op == "prewarm":
+            if op == "prewarm" or msg.get("yields"):
                 conn.fills[rid] = cancel
-            else:
+            if op == "generate" and not msg.get("yields"):
                 conn.asked_at = time.monotonic()
                 self._yield_fills(conn)
             self.loop.run_in_executor(self.pool, self._job, conn, rid, op, msg, cancel)
@@ -143,7 +153,8 @@ class EngineHost:
         self._send(conn, {"id": rid, "ev": "done", "result": result})
 
     def _yield_fills(self, conn: _Conn) -> None:
-        """A window asked for a completion: the other windows' fills ahead stop (theirs can wait, it cannot)."""
+        """A window asked for a completion: the other windows' fills ahead and the generations nobody waits for
+        there (a prefetch, an offer, one going on after its answer) stop: theirs can wait, it cannot."""
         for other in self.conns:
             if other is not conn:
                 for ev in list(other.fills.values()):
@@ -180,7 +191,8 @@ class EngineHost:
                 "model_threads": len(self.model_threads), **self.served}
 
     def _job(self, conn: _Conn, rid: int, op: str, msg: dict, cancel: Cancel) -> None:
-        rank = (lambda: (FILL, 0.0)) if op == "prewarm" else (lambda: (REQUEST, -conn.asked_at))
+        # a window's request before the background work of any (a fill ahead, a generation nobody waits for)
+        rank = lambda: (FILL, 0.0) if rid in conn.fills else (REQUEST, -conn.asked_at)   # noqa: E731
         with self.turns.turn(rank):
             self.model.submit(self._run_job, conn, rid, op, msg, cancel).result()
 
