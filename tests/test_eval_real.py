@@ -249,7 +249,8 @@ def test_a_short_run_on_local_projects_and_its_resume(tmp_path):
     assert set(variants) | set(report["skipped_variants"]) == {"raw", "editor", "offered", "page",
                                                                "editor_noproject", "offered_noproject",
                                                                "page_noproject"}
-    assert set(report["summary"]) == set(variants)
+    # with the rows derived from the offered variants: the editor's answer once an early answer was completed
+    assert set(report["summary"]) == set(variants) | {"completed", "completed_noproject"}
     assert all(report["summary"][v]["holes"] == 2 for v in variants)
     assert len(report["results"]) == 2
     for r in report["results"]:
@@ -265,6 +266,9 @@ def test_a_short_run_on_local_projects_and_its_resume(tmp_path):
         for off, ed in ((r["offered"], r["editor"]), (r["offered_noproject"], r["editor_noproject"])):
             if off["offered"]:
                 assert off["text"] != ed["text"] and off["latency_ms"] > ed["latency_ms"] and off["offer_s"] >= 0
+                if "completed" in off:   # the first notification completed the editor's early answer
+                    c = off["completed"]
+                    assert c["text"] != ed["text"] and "first_exact" in c and c["latency_ms"] > ed["latency_ms"]
             else:
                 assert off["text"] == ed["text"] and off["latency_ms"] == ed["latency_ms"]
     assert "first line exact by language" in p.stdout and "server, editor's pace" in p.stdout

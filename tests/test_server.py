@@ -320,3 +320,46 @@ async def test_where_a_line_or_a_block_may_be_missing_the_model_s_end_decides(cl
         settings={"tandem": {"earlyAnswerMs": 600}}))
     client.text_document_did_close(types.DidCloseTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+async def test_an_answer_shown_early_is_completed_once_its_generation_ends(client: LanguageClient):
+    """The early answer (here after 1 ms of generation: the first finished line of a block) is shown while the
+    generation goes on; once it ends, `tandem/betterCompletion` names the place and asking again there gives the
+    whole block from the cache."""
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {"earlyAnswerMs": 1}}))
+    text = ('class Parcel:\n    def __init__(self, sender, receiver, weight_kg, price_eur):\n'
+            '        self.sender, self.receiver = sender, receiver\n'
+            '        self.weight_kg, self.price_eur = weight_kg, price_eur\n\n'
+            '    @staticmethod\n    def heaviest(parcels):\n        """The heaviest parcel of the list, None where it is empty; '
+            'ties go to the cheaper one."""\n        \n')
+    uri, _ = open_doc(client, LSP / "parcel.py", text=text)
+    pos = types.Position(line=8, character=8)
+    told: list = []
+    waiting = asyncio.ensure_future(client.wait_for_notification("tandem/betterCompletion"))
+    waiting.add_done_callback(lambda f: told.append(f.result()) if not f.cancelled() else None)
+    before = (await stats(client))["offers"]
+    try:
+        first = await inline(client, uri, pos)
+        t0 = time.monotonic()
+        while True:   # the generation ends: completed (told), or it wrote nothing more there
+            o = (await stats(client))["offers"]
+            if o["completed"] + o["early_kept"] > before["completed"] + before["early_kept"]:
+                break
+            assert time.monotonic() - t0 < 120, o
+            await asyncio.sleep(0.2)
+        assert o["early"] == before["early"] + 1, o   # it was an early answer
+        assert o["completed"] == before["completed"] + 1, (o, first)   # its line went on
+        await asyncio.sleep(0.2)
+        note = told[0] if told else None
+        assert note and note.uri == uri and note.version == 1, told
+        assert (note.position.line, note.position.character) == (8, 8), told
+        again = await inline(client, uri, pos)
+        assert (await stats(client, records=True))["records"][-1]["source"] == "cache"
+        assert len(again) > len(first) and again.startswith(first.rstrip()), (first, again)
+    finally:
+        waiting.cancel()
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"tandem": {"earlyAnswerMs": 600}}))
+        client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))

@@ -399,3 +399,37 @@ async def test_an_edit_at_the_place_before_the_offer_is_ready_stops_it_and_tells
     svc.schedule_warmup(URI, request(typed, line, 5))
     assert await until(lambda: svc.offers.stats.stopped == 1), svc.offers.summary()
     assert told == []
+
+
+# ---- an early answer completed (service/offer.py: Offers.early / finished) ---------------------------------------
+
+BLOCK = "total = w * h\n    return total + w * h"
+
+
+def early_service(answer: str = BLOCK + "\n") -> tuple[CompletionService, ScriptedEngine, list]:
+    svc, engine = service(lambda prefix: answer, step_s=0.03)   # ~1 s of generation: its first line is early
+    svc.apply(replace(svc.settings, early_answer_ms=60))
+    told: list = []
+    svc.offers.notify = lambda uri, req: told.append((uri, req.line, req.col))
+    return svc, engine, told
+
+
+async def test_an_early_answer_is_completed_when_its_generation_ends_and_the_cache_gives_the_whole_line():
+    svc, engine, told = early_service()
+    first = await svc.complete(URI, request())
+    assert (first.source, first.text) == ("model", "total = w * h"), first
+    assert await until(lambda: told), svc.offers.summary()
+    assert told == [(URI, 1, 4)] and svc.offers.stats.completed == 1 and svc.offers.stats.early == 1
+    again = await svc.complete(URI, request())
+    assert (again.text, again.source) == (BLOCK, "cache")
+    assert len(engine.generations) == 1
+
+
+async def test_an_early_answer_left_for_another_place_is_not_completed():
+    svc, engine, told = early_service()
+    first = await svc.complete(URI, request())
+    assert first.text and svc.offers.stats.early == 1
+    svc.filler.want(URI, request(TEXT, 3, 0))   # the cursor moves to the last line
+    assert await until(lambda: svc.offers.stats.early_kept == 1), svc.offers.summary()
+    await asyncio.sleep(0.8)   # the generation's end
+    assert told == [] and svc.offers.stats.completed == 0

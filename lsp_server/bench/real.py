@@ -48,7 +48,13 @@ TITLES = {"raw": "raw FIM, whole file (no post-processing)", "editor": "server, 
           "offered": "server, then its offer",
           "page": "server, the whole page", "editor_noproject": "server, editor's pace, no project",
           "offered_noproject": "server, then its offer, no project",
-          "page_noproject": "server, the whole page, no project"}
+          "page_noproject": "server, the whole page, no project",
+          # derived from the offered variants: the editor's answer, or the same once an early answer's line was
+          # completed (the first notification, moments after), before any page's offer
+          "completed": "server, editor's pace, line completed",
+          "completed_noproject": "server, editor's pace, completed, no proj."}
+# the derived rows: (row, the variant it is read from, the editor's variant)
+DERIVED = (("completed", "offered", "editor"), ("completed_noproject", "offered_noproject", "editor_noproject"))
 # the server's passes: (variants it answers, its extra initializationOptions)
 PASSES = ((("editor", "offered", "page"), {"projectContext": True}),
           (("editor_noproject", "offered_noproject", "page_noproject"), {"projectContext": False}))
@@ -187,7 +193,23 @@ def row(answers: list[dict]) -> dict:
     return out
 
 
+def with_derived(results: list[dict], variants: tuple[str, ...]) -> tuple[list[dict], tuple[str, ...]]:
+    """The results with the derived rows (DERIVED) added where their variants were computed."""
+    derived = tuple(d for d, src, ed in DERIVED if src in variants and ed in variants)
+    if not derived:
+        return results, variants
+    out = []
+    for r in results:
+        r = dict(r)
+        for d, src, ed in DERIVED:
+            if d in derived and src in r and ed in r:
+                r[d] = r[src].get("completed") or r[ed]
+        out.append(r)
+    return out, variants + derived
+
+
 def tables(results: list[dict], variants: tuple[str, ...]) -> tuple[dict, dict]:
+    results, variants = with_derived(results, variants)
     summary = {v: row([r[v] for r in results if v in r]) for v in variants}
     by = {}
     for name, key in (("language", lambda r: r["language"]), ("kind", lambda r: r["kind"]),
@@ -301,6 +323,9 @@ class Run:
         text, base = self._file(hole)
         holed, start, _ = hole.cut(text)
         answer.update(score(answer["text"], hole.expected, holed, start, hole.language, base))
+        if isinstance(answer.get("completed"), dict):   # the offered variant's answer once its line was completed
+            answer["completed"].update(score(answer["completed"]["text"], hole.expected, holed, start,
+                                             hole.language, base))
         self.results[hole.task_id][variant] = answer
         self.computed += 1
         self.since_write += 1

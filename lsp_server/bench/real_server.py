@@ -141,35 +141,54 @@ class HoleVisitor:
 
     async def _offered(self, uri: str, text: str, cursor: int, editor: dict, before: dict,
                        limit_s: float = OFFER_WAIT_S) -> dict:
-        """What the editor shows once the server has offered a better answer here and it asked again (the
-        editor's answer where none is offered: the answer was not a fast prompt's, or the page's was the same)."""
+        """What the editor shows once the server has said all it will of the answer here (an early answer's line
+        completed, the page's better answer offered), asking again at each `tandem/betterCompletion` as the
+        clients do; the editor's answer where nothing comes. `completed` holds the answer after the first
+        notification when it completed an early answer (what the editor shows moments after the first answer)."""
         t0 = time.perf_counter()
         same = dict(editor, offered=False, offer_s=None)
-        seen = len(self.client.offers)
-        if (await self._offers()).get("waiting", 0) == before.get("waiting", 0):
+        st = await self._offers()
+        page_due = st.get("waiting", 0) != before.get("waiting", 0)   # a fast prompt's answer, or while typing
+        early_due = st.get("early", 0) != before.get("early", 0)      # shown early, its generation going on
+        if not (page_due or early_due):
             return same   # not an answer the server looks at again (the page's own, the cache's)
-        done = lambda o: sum(o.get(k, 0) for k in ("same", "silent", "offered", "stopped"))   # noqa: E731
-        quiet = 0
-        while time.perf_counter() - t0 < limit_s:
-            if any(u == uri for u, _ in self.client.offers[seen:]):
+        page_done = lambda o: sum(o.get(k, 0) for k in ("same", "silent", "offered", "stopped"))   # noqa: E731
+        early_done = lambda o: o.get("completed", 0) + o.get("early_kept", 0)   # noqa: E731
+        seen, quiet, asked, shown, completed = len(self.client.offers), 0, 0, None, None
+        timed_out = False
+        while True:
+            notes = [t for u, t in self.client.offers[seen:] if u == uri]
+            if len(notes) > asked:   # told: the editor asks again, and shows the cache's answer
+                asked = len(notes)
+                answer, _, rec = await self._ask(uri, text, cursor)
+                latency = editor["latency_ms"] + (time.perf_counter() - t0) * 1000
+                shown = self._answer(answer, latency, rec, offered=True, offer_s=round(notes[-1] - t0, 2))
+                if completed is None and early_due:
+                    o = await self._offers()
+                    if o.get("completed", 0) > before.get("completed", 0):
+                        completed = shown
+            o = await self._offers()
+            if (not page_due or page_done(o) > page_done(before)) and \
+                    (not early_due or early_done(o) > early_done(before)):
+                if len([u for u, _ in self.client.offers[seen:] if u == uri]) == asked:
+                    break
+                continue
+            if time.perf_counter() - t0 >= limit_s:
+                timed_out = True
                 break
+            # nothing runs, and the fill does not either: nothing more is coming (stopped before it began)
             st = await server_stats(self.client)
-            o = st.get("offers") or {}
-            if done(o) > done(before) and o.get("offered", 0) == before.get("offered", 0):
-                return same   # looked at again, and nothing better
-            # nothing runs, and the fill does not either: no offer is coming (it was stopped before it began)
             mem = st.get("memory") or {}
             busy = (st.get("fill") or {}).get("running") or mem.get("jobs", 0) or mem.get("pending_requests", 0)
             quiet = 0 if busy else quiet + 1
             if quiet >= 12:
-                return same
+                break
             await asyncio.sleep(0.25)
-        else:
-            return dict(same, offer_timed_out=True)
-        at = next(t for u, t in self.client.offers[seen:] if u == uri)
-        answer, _, rec = await self._ask(uri, text, cursor)
-        latency = editor["latency_ms"] + (time.perf_counter() - t0) * 1000
-        return self._answer(answer, latency, rec, offered=True, offer_s=round(at - t0, 2))
+        out = shown or same
+        more = {"completed": completed} if completed is not None else {}
+        if timed_out:
+            more["offer_timed_out"] = True
+        return dict(out, **more)
 
     @staticmethod
     def _answer(text: str | None, latency: float, rec: dict, **more) -> dict:

@@ -3,7 +3,11 @@ page was too far from cached for the prompt budget), the fill goes on to evaluat
 once the page's prompt at the cursor is cached, its own answer is generated there, and where it differs from
 what was shown it goes into the typing cache and the client is told (`tandem/betterCompletion`), so it asks again
 and the cache answers. The generation is a job like a prefetch's: a request at the place joins it, any other
-request or an edit stops it, and the answer shown is never replaced without the client asking."""
+request or an edit stops it, and the answer shown is never replaced without the client asking.
+
+The same goes for an answer shown early (a line or block the generation was still writing when the early answer's
+time came: its finished part): once that generation ends, where it wrote more at the place, the client is told
+too, so the ghost text becomes the whole line within moments instead of staying cut until the next keystroke."""
 from __future__ import annotations
 
 import asyncio
@@ -49,6 +53,16 @@ class Shown:
 
 
 @dataclass
+class Early:
+    """An answer shown while its generation went on: where, what, and the job that goes on writing it."""
+    request: CompletionRequest
+    prefix: str
+    suffix: str
+    text: str
+    job: Job
+
+
+@dataclass
 class OfferStats:
     waiting: int = 0      # answers shown from a fast prompt, or while typing (candidates)
     generated: int = 0    # the page's answer generated for one
@@ -57,6 +71,9 @@ class OfferStats:
     offered: int = 0      # ... and it differed: in the cache, and the client told
     stopped: int = 0      # the generation was stopped (a request elsewhere, an edit)
     prompt: str = ""      # the digest of the latest generation's prompt (Prompt.digest)
+    early: int = 0        # answers shown early, their generation going on (candidates for completing)
+    completed: int = 0    # ... whose generation then wrote more there: the client told
+    early_kept: int = 0   # ... whose generation ended with what was shown, or was stopped (nothing said)
 
 
 def same_place(a: CompletionRequest, b: CompletionRequest) -> bool:
@@ -71,6 +88,7 @@ class Offers:
         self.notify = notify or (lambda uri, req: None)
         self._shown: dict[str, Shown] = {}   # uri -> its latest answer from a short prompt (one per document)
         self._running: tuple[str, CompletionRequest, Job] | None = None
+        self._early: dict[str, Early] = {}   # uri -> its latest answer shown early (one per document)
         self.stats = OfferStats()
 
     def shown(self, uri: str, plan: Plan, answered_by: Plan, text: str) -> None:
@@ -85,10 +103,41 @@ class Offers:
 
     def forget(self, uri: str) -> None:
         self._shown.pop(uri, None)
+        self._early.pop(uri, None)
+
+    def early(self, uri: str, plan: Plan, job: Job, text: str) -> None:
+        """An answer was shown early for `plan`'s place: `job` goes on writing it (see `finished`)."""
+        if self.svc.settings.offer_better and plan.mode.complete:
+            if self._early.pop(uri, None) is not None:
+                self.stats.early_kept += 1   # a newer one at the document replaces it
+            self._early[uri] = Early(plan.request, plan.prefix, plan.suffix, text, job)
+            self.stats.early += 1
+
+    def finished(self, uri: str, job: Job) -> bool:
+        """`job` ended (its answers are in the cache, or it was stopped): where it was answering early and wrote
+        more at that place than was shown, the client is told. True when it was."""
+        e = self._early.get(uri)
+        if e is None or e.job is not job:
+            return False
+        del self._early[uri]
+        text = self.svc.cache.lookup(uri, e.prefix, e.suffix, count=False)
+        if not text or not text.strip() or text.rstrip() == e.text.rstrip():
+            self.stats.early_kept += 1
+            return False
+        shown = self._shown.get(uri)
+        if shown is not None and same_place(shown.request, e.request):
+            shown.text = text   # what the client shows once it asks again: a page's offer is compared with it
+        self.stats.completed += 1
+        self.notify(uri, e.request)
+        return True
 
     def moved(self, uri: str, req: CompletionRequest) -> None:
         """The user is elsewhere now (a cursor move, an edit): a generation for an offer at the old place stops
         (its prompt stays cached; an edit or a request stops it through the jobs too)."""
+        e = self._early.get(uri)
+        if e is not None and not same_place(e.request, req):
+            del self._early[uri]
+            self.stats.early_kept += 1
         running = self._running
         if running is not None and not (running[0] == uri and same_place(running[1], req)):
             job = running[2]

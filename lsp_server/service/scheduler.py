@@ -246,6 +246,8 @@ class CompletionService:
             self.cache.store(uri, plan.prefix, plan.suffix, text)
             self.prefetcher.shown(uri, plan, text, gen)
             self.offers.shown(uri, plan, job.plan, text)
+            if early:
+                self.offers.early(uri, plan, job, text)
             source = Source.REUSE if job is reuse else Source.FAST if job.plan.fast else Source.MODEL
             log.debug("answered (%s) after %.2fs: queue %.2fs, prompt %s", source, time.perf_counter() - t0,
                       job.queue_s, job.prompt_info)
@@ -326,6 +328,7 @@ class CompletionService:
         self.stats.generated_tokens += len(gen.tokens)
         if gen.stop_reason == StopReason.CANCELLED:
             self.stats.wasted_tokens += len(gen.tokens)
+            self.offers.finished(job.uri, job)
             return
         self.stats.add_drafters(job.plan.request.document.language, gen.drafters)
         self.tasks.spawn(self._store_final(job, gen), "storing a generation's answer")
@@ -339,6 +342,7 @@ class CompletionService:
         for w in writes:
             self.cache.store(job.uri, w.prefix, w.suffix, w.text, done=w.done)
             self.stats.continued += w.continued
+        self.offers.finished(job.uri, job)
 
     def _done(self, t0: float, ans: Answer, language: str, job: Job | None = None) -> Answer:
         rec = Record(language, ans.source, time.perf_counter() - t0, multiline=ans.multiline,
