@@ -163,9 +163,10 @@ class HoleVisitor:
                 answer, _, rec = await self._ask(uri, text, cursor)
                 latency = editor["latency_ms"] + (time.perf_counter() - t0) * 1000
                 shown = self._answer(answer, latency, rec, offered=True, offer_s=round(notes[-1] - t0, 2))
-                if completed is None and early_due:
+                if asked == 1 and early_due:   # the first notification: a completion alone, not the page's offer
                     o = await self._offers()
-                    if o.get("completed", 0) > before.get("completed", 0):
+                    if o.get("completed", 0) > before.get("completed", 0) and \
+                            o.get("offered", 0) == before.get("offered", 0):
                         completed = shown
             o = await self._offers()
             if (not page_due or page_done(o) > page_done(before)) and \
