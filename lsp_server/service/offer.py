@@ -72,7 +72,7 @@ class OfferStats:
     stopped: int = 0      # the generation was stopped (a request elsewhere, an edit)
     prompt: str = ""      # the digest of the latest generation's prompt (Prompt.digest)
     early: int = 0        # answers shown early, their generation going on (candidates for completing)
-    completed: int = 0    # ... whose generation then wrote more there: the client told
+    completed: int = 0    # ... whose generation then wrote more there: told (the protocol only if unchanged)
     early_kept: int = 0   # ... whose generation ended with what was shown, or was stopped (nothing said)
 
 
