@@ -2,7 +2,8 @@
 -- plugin's own ghost text and the real server with its default settings. A far jump in a real-size file: the
 -- line emptied to its indentation, insert mode at its end; waits for the ghost text (a fast prompt's answer),
 -- then for the server to look at the place again once its fill has the page (its `offers` counts), and where
--- it offered the page's answer (tandem/betterCompletion), for the ghost text to change to it. Writes JSON.
+-- it offered the page's answer or completed an early one (tandem/betterCompletion), for the ghost text to change
+-- to it. Writes JSON.
 local repo = os.getenv("TANDEM_REPO")
 package.path = repo .. "/tests/?.lua;" .. package.path
 local session = require("nvim_session")
@@ -51,9 +52,12 @@ session.run(function()
   end
   note("looked at again")
   result.offered = (o.offered or 0) - (before.offered or 0)
-  if result.offered > 0 then
+  -- an early answer's line completed once its generation ended (told the same way, before the page's offer)
+  result.completed = (o.completed or 0) - (before.completed or 0)
+  if result.offered > 0 or result.completed > 0 then
     -- (asking again clears the ghost text until the answer comes)
     wait_until(function() local t = ghost.text(0) or ""; return t ~= "" and t ~= result.first end, 15)
+    wait_until(function() return false end, 2)   -- a second notification's answer, where both came
     result.second_source = last_source()
   else
     wait_until(function() return false end, 2)   -- nothing is to change: give it the time it would take

@@ -60,8 +60,9 @@ def test_ghost_text_taken_a_word_a_line_and_the_rest(tmp_path):
 
 def test_the_ghost_text_becomes_the_answer_the_server_offers(tmp_path):
     """A far jump in a real-size file, the default settings: a fast prompt's answer is shown at once; once the
-    fill has the page, the server generates the page's answer there and, where it differs, says so; the plugin
-    asks again and shows it (from the server's cache). Where it is the same, the ghost text stays."""
+    fill has the page, the server generates the page's answer there and, where it differs, says so (as it does
+    where the first answer was shown early and its generation then wrote more); the plugin asks again and shows it
+    (from the server's cache). Where neither happens, the ghost text stays."""
     src = tmp_path / "models.py"
     src.write_text((FIXTURES / "real" / "httpx_models.py").read_text())
     res = run_nvim(tmp_path, "nvim_offer.lua", str(src), timeout=500, TANDEM_PYTHON=sys.executable,
@@ -70,7 +71,7 @@ def test_the_ghost_text_becomes_the_answer_the_server_offers(tmp_path):
     assert res["steps"] == ["ready", "ghost text", "looked at again"], res
     assert res["first"].strip() and res["first_source"] == "fast", res
     assert res["mode"] == "i", res
-    if res["offered"]:
+    if res["offered"] or res["completed"]:   # the page's answer offered, or the early answer's line completed
         assert res["second"].strip() and res["second"] != res["first"], res
         assert res["second_source"] == "cache", res
     else:
