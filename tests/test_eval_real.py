@@ -280,3 +280,36 @@ def test_a_short_run_on_local_projects_and_its_resume(tmp_path):
     assert "server ready" not in p.stderr and "loading the in-process engine" not in p.stderr
     resumed = json.loads(again.read_text())
     assert resumed["results"] == report["results"] and resumed["summary"] == report["summary"]
+
+
+def test_the_screen_an_editor_shows_around_a_hole_while_the_user_reads():
+    """--real-view: a screen of SCREEN_LINES lines with the hole's line on it, where on it drawn from the hole (the
+    same on every run, not always the middle), clipped to the file, sent as tandem/visibleRanges."""
+    from lsp_server.bench.real_holes import Hole
+    from lsp_server.bench.real_server import SCREEN_LINES, HoleVisitor
+
+    class Protocol:
+        def __init__(self):
+            self.sent = []
+
+        def notify(self, method, params):
+            self.sent.append((method, params))
+
+    class Client:
+        protocol = Protocol()
+
+    visitor = HoleVisitor(Client(), Path("."), {}, print, read_s=5, view=True)
+    text = "\n".join(f"line {i}" for i in range(300))
+    where = []
+    for n, line in enumerate((150, 151, 152, 2, 299, 150)):
+        hole = Hole(f"p/{n if n < 5 else 0}", "p", "python", "f.py", line, "line", "x")
+        visitor._show("file:///f.py", text, hole)
+        method, params = Client.protocol.sent[-1]
+        (r,) = params["ranges"]
+        first, last = r["start"]["line"], r["end"]["line"]
+        assert method == "tandem/visibleRanges" and params["uri"] == "file:///f.py"
+        assert 0 <= first <= line - 1 <= last <= 299 and last - first < SCREEN_LINES
+        assert last - first == SCREEN_LINES - 1 or first == 0 or last == 299
+        where.append(line - 1 - first)
+    assert where[5] == where[0]            # the same hole: the same screen
+    assert len(set(where[:3])) > 1         # not always at one place on the screen

@@ -249,3 +249,33 @@ async def test_where_a_fast_answer_is_shown_the_pages_own_answer_is_offered(clie
     # batch here) and greedy decoding follows the floating-point noise where two tokens are close
     assert rec["source"] == "model" and rec["prompt"] == o["prompt"] != "", (rec, o)
     assert page.strip() or o["silent"] > before["silent"], (first, again, page)
+
+
+async def test_a_screen_read_away_from_the_cursor_fills_its_page_and_a_click_there_is_answered_by_it(
+        client: LanguageClient):
+    """tandem/visibleRanges (VS Code's client sends them after a scroll): the cursor at the top of the file, the
+    user reads lines 241-280; the fill prepares the page there, so that where the cursor then lands on one of
+    those lines, the page's prompt answers at once and evaluates only the cursor's line and what follows (a far
+    jump with nothing cached is answered by a fast prompt: the first test)."""
+    path = REAL / "queryObserver.ts"
+    # an import of its own: the page's head (the file's imports) differs from the other tests' states
+    original = "import { screenRead } from './screenRead'\n" + path.read_text()
+    uri, _ = open_doc(client, path, original, uri=(REAL / "queryObserver-screen.ts").as_uri())
+    await idle(client)   # the page at the top, where the cursor is
+    before = (await stats(client))["fill"]
+    client.protocol.notify("tandem/visibleRanges", {"uri": uri, "ranges": [
+        {"start": {"line": 240, "character": 0}, "end": {"line": 279, "character": 0}}]})
+    t0 = time.monotonic()
+    while (await stats(client))["fill"]["views"] == before["views"]:
+        assert time.monotonic() - t0 < 10, "the screen was not taken as a place to fill"
+        await asyncio.sleep(0.1)
+    s = await idle(client)
+    assert s["fill"]["tokens"]["page"] - before["tokens"]["page"] > 300, (before, s["fill"])
+    assert s["fill"]["tokens"]["fast"] == before["tokens"]["fast"], (before, s["fill"])   # no fast prompt there
+    text, pos = empty_line(client, uri, original, 263)   # `this.#currentResult = result`, on the screen read
+    await asyncio.sleep(0.3)
+    await inline(client, uri, pos)
+    rec = await last_record(client)
+    put_back(client, uri, text, 263, original)
+    assert rec["source"] == "model", rec
+    assert rec["prompt_tokens"] > 300 and rec["prompt_evaluated"] <= 120 + OPTIONS["suffixTokensAtRest"], rec

@@ -214,6 +214,36 @@ async def test_a_far_place_fills_the_fast_prompt_twice_the_quick_size_first_and_
     assert svc._choose_prompt(plan).prompt.tokens == twice.prompt.tokens
 
 
+async def test_a_screen_read_away_from_the_cursor_fills_its_pages_and_the_cursor_is_the_focus_again_on_return():
+    """tandem/visibleRanges after a scroll: where the cursor is not on the screen, the fill prepares the pages at
+    the screen's middle (no fast prompt, no prompt at that one line, no answer to offer); where it is, nothing
+    changes, and a screen with the cursor on it after reading elsewhere makes the cursor the focus again."""
+    long = "\n".join(f"value_{i} = compute({i}, {i + 1})" for i in range(300)) + "\n" + TEXT
+    svc, engine = service(warmup_pause_ms=10, token_s=0.0005)
+    svc.apply(replace(svc.settings, prompt_budget_ms=50))   # the page (~1,000 tokens) is far from cached
+    middle = request(long, 301, 4)
+    assert [s.name for s in svc.filler.steps(middle)][:2] == ["fast", "page"]
+    viewed = svc.filler.steps(middle, view=True)
+    assert viewed and not {s.name for s in viewed} & {"fast", "prompt"} and viewed[0].name == "page"
+    filled: list[list[int]] = []   # what the fill evaluated to its end
+    prewarm = engine.prewarm
+    engine.prewarm = lambda tokens, cancel=None, **kw: (
+        n := prewarm(tokens, cancel, **kw), filled.append(tokens) if not (cancel and cancel.is_set()) else None)[0]
+    top = request(long, 0, 0)
+    svc.schedule_warmup(URI, top)               # opened at its top (as the protocol stage does)
+    svc.viewed(URI, request(long, 20, 0), 0, 40)
+    assert svc.filler.stats.views == 0 and svc.filler.focus == (URI, top) and not svc.filler.viewing
+    svc.viewed(URI, middle, 281, 320)           # scrolled down: the cursor is off the screen
+    assert svc.filler.stats.views == 1 and svc.filler.focus == (URI, middle) and svc.filler.viewing
+    page = viewed[0].tokens
+    assert await until(lambda: page in filled, 30), svc.filler.summary()
+    assert svc.filler.stats.tokens["fast"] == 0 and svc.filler.stats.tokens["prompt"] == 0
+    assert svc.offers.stats.generated == 0 and not engine.generations
+    svc.viewed(URI, request(long, 20, 0), 0, 40)   # back to the cursor's screen
+    assert svc.filler.focus == (URI, top) and not svc.filler.viewing and svc.filler.stats.views == 1
+    svc.filler.stop()
+
+
 async def test_the_long_suffix_at_rest_is_taken_only_where_it_is_cached():
     """At rest the page's prompt has the longer suffix (suffixTokensAtRest); a request arriving before the fill
     evaluated it takes the same page with the typing suffix, which shares its start, not a fast prompt; the fast

@@ -71,7 +71,8 @@ def test_in_a_real_vscode(tmp_path):
     the cursor (the extension reports it), type in a Go file, wait for ghost text from the real models, take its
     next word (Ctrl+Right) and the rest with Tab, check the line; the status menu snoozes, wakes, turns completions
     off and on and off for Go and on; the statistics count the move, the partial accept and one load, and showing
-    them puts no document in the server."""
+    them puts no document in the server; a scroll that leaves the cursor off the screen reaches the server as the
+    place to fill."""
     tools = subprocess.run(["bash", str(ROOT / "scripts" / "install-editors.sh")], capture_output=True,
                            text=True, timeout=1200)
     assert tools.returncode == 0, tools.stderr[-3000:]
@@ -95,5 +96,6 @@ def test_in_a_real_vscode(tmp_path):
     assert out["error_actions"] == ["Set Path", "Pull Models", "Open Log"], out
     assert out["menu"] == {"snoozed": True, "woke": True, "off": True, "on": True, "go_off": True, "go_on": True}
     assert out["documents"] == 1, out   # the statistics document never reached the server
+    assert out["views"] >= 1, out   # a scroll off the cursor: what was shown reached the server as a place to fill
     assert shot.stat().st_size > 10_000   # the screenshot is the test's artifact
     print(f"screenshot: {shot}")

@@ -10,7 +10,8 @@ The answers, side by side on the same holes:
   post-processing, on an in-process engine; the token limit follows the hole (max(48, 2 x its tokens));
 - editor: `tandem serve` over stdio at an editor's pace (real_server.py): the cursor moves to the hole, its
   text is removed, 1 s later an inline completion is asked for; the first answer counts, with its latency and
-  the prompt that answered (fast or page);
+  the prompt that answered (fast or page). With --real-read S the user reads for S seconds before the cursor
+  goes there (with --real-view the editor shows a screen around the hole meanwhile, as after a scroll);
 - offered: the same request, then what an editor shows once the server offers a better answer there
   (`tandem/betterCompletion`: the page's, where a fast prompt's was shown) and it asks again; the editor's
   answer where none is offered. Its latency: from the first request to the answer shown last;
@@ -77,6 +78,12 @@ def add_arguments(parser) -> None:
     g.add_argument("--real-options", metavar="JSON", help="initializationOptions for the server, as JSON")
     g.add_argument("--real-pause", type=float, default=1.0, metavar="S",
                    help="editor: seconds between removing the hole's text and asking (default 1)")
+    g.add_argument("--real-read", type=float, default=0.0, metavar="S",
+                   help="editor: seconds the user reads before the cursor goes to the hole (default 0: it goes "
+                        "there at once); the cursor stays at the previous place meanwhile")
+    g.add_argument("--real-view", action="store_true",
+                   help="editor: while reading (--real-read), the editor shows a screen of lines around the hole "
+                        "(tandem/visibleRanges, as Tandem's VS Code and Neovim clients send after a scroll)")
 
 
 # ---- corpus and holes ----------------------------------------------------------------------------------------
@@ -357,7 +364,8 @@ class Run:
         args = self.args
         return {
             "data": self.data, "tasks": len(self.holes), "partial": partial, "limit": args.limit, "seed": args.seed,
-            "half": args.half, "hole_seed": args.real_hole_seed,
+            "half": args.half, "hole_seed": args.real_hole_seed, "pause_s": args.real_pause,
+            "read_s": getattr(args, "real_read", 0.0), "view": bool(getattr(args, "real_view", False)),
             "cross_only": bool(getattr(args, "real_cross", False)), "variants": list(self.variants),
             "skipped_variants": self.skipped, **self.model,
             "corpus": corpus_table(self.projects, self.holes),
@@ -388,7 +396,8 @@ class Run:
 
             from .real_server import visit_project
             asyncio.run(visit_project(cmd, project.root, todo, plain, {**options, **extra}, self.log, on_answer,
-                                      pause_s=self.args.real_pause))
+                                      pause_s=self.args.real_pause, read_s=getattr(self.args, "real_read", 0.0),
+                                      view=getattr(self.args, "real_view", False)))
             self.write(partial=True)
         todo = [h for h in holes if self.missing(h, ("raw",))]
         if todo:

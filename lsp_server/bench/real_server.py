@@ -4,7 +4,9 @@ the project's folder as the workspace root.
 - editor: at an editor's pace, as `tandem visits` visits a spot: the file is open, the cursor moves to the
   hole's line (`tandem/didMoveCursor`), THINK_S later the hole's text is removed, PAUSE_S later an inline
   completion is asked for; its first answer counts (what the ghost text shows), with its latency and the prompt
-  that answered it (the server's record: a fast prompt of the nearest lines, or the page);
+  that answered it (the server's record: a fast prompt of the nearest lines, or the page). With a reading time
+  (read_s) the user first reads that long, the cursor still at the previous place, and with `view` the editor
+  shows a screen around the hole meanwhile (tandem/visibleRanges, as after a scroll);
 - offered: after the editor's answer, what the editor shows once the server offers a better one
   (`tandem/betterCompletion`: the page's answer, generated once the fill has evaluated the page where a fast
   prompt's answer is shown; the client asks again and the server's cache answers), waiting for it as long as
@@ -23,6 +25,7 @@ Each hole is put back after its answers, so every hole is asked on the file as r
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from dataclasses import fields
 from pathlib import Path
@@ -41,6 +44,7 @@ ANSWER_TIMEOUT_S = 60.0
 PAGE_TIMEOUT_S = 180.0   # the page variant has time for the whole page, on a busy machine too
 PAGE_WAIT_S = 300.0     # the page variant waits at most this long for the fill of the page (a busy machine)
 OFFER_WAIT_S = 300.0    # the offered variant waits at most this long for the server's offer
+SCREEN_LINES = 40       # what an editor shows of a file (--real-view)
 PROMPTS = {"fast": "fast", "model": "page", "cache": "cache", "reuse": "reuse"}
 
 
@@ -58,10 +62,11 @@ class HoleVisitor:
     it."""
 
     def __init__(self, client: LanguageClient, root: Path, options: dict, log, think_s: float = THINK_S,
-                 pause_s: float = PAUSE_S):
+                 pause_s: float = PAUSE_S, read_s: float = 0.0, view: bool = False):
         self.client, self.root, self.log = client, root, log
         self.options = options
         self.think_s, self.pause_s = think_s, pause_s
+        self.read_s, self.view = read_s, view
         self.replayer = Replayer(client, Counts(), 1.0, log)
         self.docs: dict[str, tuple[str, int, str]] = {}    # relative path -> (uri, version, text)
         self.languages: dict[str, str] = {}
@@ -100,6 +105,16 @@ class HoleVisitor:
         end = text.find("\n", start)
         self.client.protocol.notify("tandem/didMoveCursor", {"uri": uri, "position": {
             "line": line, "character": position(text, end if end >= 0 else len(text)).character}})
+
+    def _show(self, uri: str, text: str, hole: Hole) -> None:
+        """The editor shows a screen of SCREEN_LINES lines with the hole's line in it (where in it: drawn from the
+        hole, the same on every run), as after a scroll to it (tandem/visibleRanges)."""
+        n = text.count("\n") + 1
+        line = hole.line - 1
+        first = max(0, line - random.Random(hole.task_id).randrange(SCREEN_LINES // 8, SCREEN_LINES * 7 // 8))
+        last = min(n - 1, first + SCREEN_LINES - 1)
+        self.client.protocol.notify("tandem/visibleRanges", {"uri": uri, "ranges": [
+            {"start": {"line": first, "character": 0}, "end": {"line": last, "character": 0}}]})
 
     async def _last_record(self) -> dict:
         recs = (await server_stats(self.client, records=True)).get("records", [])
@@ -206,6 +221,10 @@ class HoleVisitor:
         _, start, end = hole.cut(original)
         removed = original[start:end]
         out: dict[str, dict] = {}
+        if self.read_s > 0:   # the user reads (the cursor where it was), then goes to the hole
+            if self.view:
+                self._show(uri, original, hole)
+            await asyncio.sleep(self.read_s)
         self._cursor(uri, original, hole.line - 1)
         await asyncio.sleep(self.think_s)
         text = self._edit(hole.file, start, end, "")
@@ -237,10 +256,11 @@ class HoleVisitor:
 
 
 async def visit_project(server_cmd: list[str], root: Path, holes: list[Hole], variants: tuple[str, ...],
-                        options: dict, log, on_answer, think_s: float = THINK_S, pause_s: float = PAUSE_S) -> None:
+                        options: dict, log, on_answer, think_s: float = THINK_S, pause_s: float = PAUSE_S,
+                        read_s: float = 0.0, view: bool = False) -> None:
     """Ask one server (this project's folder as its workspace) for `variants` at each hole; `on_answer(hole,
     {variant: answer})` after each."""
     async with project_server(server_cmd, root, options, log) as client:
-        visitor = HoleVisitor(client, root, options, log, think_s, pause_s)
+        visitor = HoleVisitor(client, root, options, log, think_s, pause_s, read_s, view)
         for hole in holes:
             on_answer(hole, await visitor.visit(hole, variants))

@@ -170,17 +170,32 @@ def register(server: TandemServer) -> None:
 
     @server.feature("tandem/visibleRanges")
     def visible_ranges(ls: TandemServer, params):
-        """The lines an editor shows of a document ({uri, ranges: [{start, end}]}): recent code for the other
-        documents' prompts. A notification: bad params are ignored."""
+        """The lines an editor shows of a document ({uri, ranges: [{start, end}]}; Tandem's VS Code client sends
+        them after a scroll): recent code for the other documents' prompts, and where the cursor is
+        not in them, the place the fill prepares (the middle of the largest range: the user reads there and may
+        click there). A notification: bad params are ignored."""
         get = (lambda o, k: o.get(k) if isinstance(o, dict) else getattr(o, k, None))
         uri, ranges = get(params, "uri"), get(params, "ranges")
-        if not isinstance(uri, str) or uri not in ls.workspace.text_documents or not isinstance(ranges, list):
+        if not isinstance(uri, str) or uri not in ls.workspace.text_documents or not isinstance(ranges, list) \
+                or uri in ls.refused:
             return
         doc = ls.workspace.get_text_document(uri)
+        shown: list[tuple[int, int]] = []
         for r in ranges[:8]:
             start, end = get(get(r, "start") or {}, "line"), get(get(r, "end") or {}, "line")
             if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (start, end)) and end >= start:
                 record(ls, doc, start, "view", end)
+                shown.append((start, min(end, len(doc.lines) - 1)))
+        shown = [(a, b) for a, b in shown if a <= b]
+        if not shown or not ls.service.ready:
+            return
+        start, end = max(shown, key=lambda r: r[1] - r[0])
+        middle = (start + end) // 2
+        width = doc.position_codec.client_num_units(doc.lines[middle].rstrip("\r\n"))
+        l, c = server_position(doc, types.Position(line=middle, character=width))
+        first, last = (server_position(doc, types.Position(line=x, character=0))[0]
+                       for x in (min(a for a, _ in shown), max(b for _, b in shown)))
+        ls.service.viewed(uri, request_for(ls, doc, l, c), first, last)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TandemServer, params: types.DidCloseTextDocumentParams):

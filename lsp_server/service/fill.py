@@ -4,9 +4,10 @@ answer where the page's state is far from cached (twice the quick one's size, th
 itself, to its end, so that every cursor in it is served; the next page where typing on will soon need it; the
 prompt at the cursor, so that a request there evaluates nothing; where the answer shown there came from a
 shorter prompt, the page's own answer (offer.py); and the pages next to the cursor's, above and below, where a
-short jump lands. Chunk by chunk: a request pre-empts it within one chunk (llama.cpp's abort callback),
-keeping what the two prompts share; the engine's KV store keeps what was evaluated, and the fill resumes from
-there once the model is idle again."""
+short jump lands. Where the user reads lines away from the cursor (a scroll), the focus is the middle of what
+they read, and only its pages fill: a click there lands in a page whose state is cached. Chunk by chunk: a
+request pre-empts it within one chunk (llama.cpp's abort callback), keeping what the two prompts share; the
+engine's KV store keeps what was evaluated, and the fill resumes from there once the model is idle again."""
 from __future__ import annotations
 
 import asyncio
@@ -61,6 +62,7 @@ class FillStats:
     runs: int = 0
     preempted: int = 0
     cursor_moves: int = 0    # tandem/didMoveCursor notifications taken
+    views: int = 0           # tandem/visibleRanges away from the cursor, taken as a focus
     # by step; "typing": the page steps fast answers take first while the user types (see the scheduler)
     tokens: dict[str, int] = field(default_factory=lambda: {"fast": 0, "page": 0, "next": 0, "prompt": 0,
                                                             "near": 0, "typing": 0})
@@ -70,6 +72,7 @@ class Filler:
     def __init__(self, service: FillPort):
         self.svc = service
         self.focus: tuple[str, CompletionRequest] | None = None
+        self.viewing = False              # the focus is what the user reads, not where the cursor is
         self.cancel = Cancel()
         self.step: Step | None = None     # the step on the model thread now
         self.stats = FillStats()
@@ -78,21 +81,29 @@ class Filler:
 
     # ---- what the service tells it -----------------------------------------------------------------------
 
-    def want(self, uri: str, req: CompletionRequest) -> None:
+    def want(self, uri: str, req: CompletionRequest, view: bool = False) -> None:
         """The user is now here: fill for this place when idle. A fill running for an older place goes on only
         as far as it serves this place's first step (the same page: to its end; but where this place needs a
         fast answer's prompt first, that comes first), else it stops within a chunk; what it evaluated stays in
-        the KV store, and a later step takes it up again."""
-        self.focus = (uri, req)
-        log.debug("focus %s:%d%s", uri.rsplit("/", 1)[-1], req.line, " (a fill runs)" if self._running else "")
+        the KV store, and a later step takes it up again. `view`: the user reads there, the cursor is elsewhere
+        (no answer is shown there: only the pages fill)."""
+        self.focus, self.viewing = (uri, req), view
+        log.debug("focus %s:%d%s%s", uri.rsplit("/", 1)[-1], req.line, " (viewed)" if view else "",
+                  " (a fill runs)" if self._running else "")
         if self._running and self.step is not None:
             self.svc.tasks.spawn(self._refocus(self.focus), "refocusing the fill")
-        self.svc.offers.moved(uri, req)
+        if not view:
+            self.svc.offers.moved(uri, req)
         self.kick()
+
+    def requested(self, uri: str, req: CompletionRequest) -> None:
+        """A request arrived here: it is the focus (the fill resumes for it once the model is idle)."""
+        self.focus, self.viewing = (uri, req), False
 
     async def _refocus(self, focus: tuple[str, CompletionRequest]) -> None:
         try:
-            steps = await asyncio.get_running_loop().run_in_executor(self.svc.context_pool, self.steps, focus[1])
+            steps = await asyncio.get_running_loop().run_in_executor(self.svc.context_pool, self.steps, focus[1],
+                                                                     self.viewing)
         except Exception as e:   # as in _run: nothing to fill there; the running step stops
             log.debug("no fill for the new focus: %s", e)
             steps = []
@@ -151,7 +162,7 @@ class Filler:
         self._timer = None
         if pipeline is None or self.focus is None or self.busy():
             return   # a request or prefetch holds the model; it kicks the fill again when it is done
-        focus = self.focus
+        focus, view = self.focus, self.viewing
         uri, req = focus
         if not svc.settings.language_enabled(req.document.language):
             return
@@ -162,12 +173,12 @@ class Filler:
         svc.stats.warmups += 1
         try:
             try:
-                steps = await loop.run_in_executor(svc.context_pool, self.steps, req)
+                steps = await loop.run_in_executor(svc.context_pool, self.steps, req, view)
             except Exception as e:   # a position the edit made invalid, a parse that failed: nothing to fill
                 log.debug("no fill for %s:%d: %s", uri.rsplit("/", 1)[-1], req.line + 1, e)
                 return
             engine = pipeline.engine
-            offered = False
+            offered = view   # no answer is shown where the user only reads: nothing to offer there
             for step in steps + [None]:
                 if cancel.is_set() or self.svc.pipeline is not pipeline:
                     break
@@ -206,14 +217,16 @@ class Filler:
             self._running = False
         if self.focus is not focus and self.focus is not None:
             self.kick()   # the user moved while this ran: fill for the new place
-    def steps(self, req: CompletionRequest) -> list[Step]:
-        """What to evaluate for a focus, in order (runs on the context thread)."""
+    def steps(self, req: CompletionRequest, view: bool = False) -> list[Step]:
+        """What to evaluate for a focus, in order (runs on the context thread). Where the user only reads
+        (`view`), the pages alone: a fast prompt or the prompt at one line of the screen would serve a click on
+        that line only."""
         svc, pipeline = self.svc, self.svc.pipeline
         # for the request that comes once the user stops here: at rest (its longer suffix)
         plan: Plan = pipeline.plan(replace(req, at_rest=True))
         p = plan.prompt
         out: list[Step] = []
-        if plan.mode.complete and svc.too_far(plan):
+        if plan.mode.complete and not view and svc.too_far(plan):
             # the fast prompt twice the quick one's size first (its answers were right almost as often as the
             # page's, the quick one's half as often: a request arriving before it is done still takes it where
             # its rest is hardly more than the quick one), then the one twice as long again (a short jump down
@@ -229,7 +242,7 @@ class Filler:
             out.append(Step("page", p.fill, len(p.fill), max(0, p.stable - CURSOR_LINE_TOKENS)))
         if p.next_fill:
             out.append(Step("next", p.next_fill, len(p.next_fill), 0))
-        if plan.mode.complete:
+        if plan.mode.complete and not view:
             # a longer suffix at rest is kept whole: the neighbouring pages filled next overwrite the live cache,
             # and a request here takes that suffix only where it is cached (Pipeline.plan_typing)
             keep = len(p.tokens) if pipeline.plan_typing(plan) is not plan else p.stable
@@ -241,5 +254,6 @@ class Filler:
 
     def summary(self) -> dict:
         return {"runs": self.stats.runs, "preempted": self.stats.preempted,
-                "cursor_moves": self.stats.cursor_moves, "tokens": dict(self.stats.tokens),
+                "cursor_moves": self.stats.cursor_moves, "views": self.stats.views,
+                "tokens": dict(self.stats.tokens),
                 "focus": self.focus[0] if self.focus else None, "running": self.step.name if self.step else None}

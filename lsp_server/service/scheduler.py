@@ -65,6 +65,7 @@ class CompletionService:
         self.offers = Offers(self)   # the protocol stage sets its `notify`
         self._latest: dict[str, asyncio.Future] = {}   # uri -> set when a newer request for it arrives
         self._last_request: dict[str, float] = {}      # uri -> when its latest request arrived
+        self._cursor: dict[str, CompletionRequest] = {}  # uri -> the cursor as last told (open, edit, move, request)
         self.loads = 0                                  # model loads since the start (one per start, normally)
         self.tasks = Background()
 
@@ -117,7 +118,8 @@ class CompletionService:
     async def complete(self, uri: str, req: CompletionRequest) -> Answer:
         t0 = time.perf_counter()
         self.filler.pre_empt()
-        self.filler.focus = (uri, req)
+        self.filler.requested(uri, req)
+        self._cursor[uri] = req
         self.jobs.yield_to(uri)   # other documents' prefetches: one model thread, they would hold it
         lang = req.document.language
         if self.pipeline is None:
@@ -377,9 +379,11 @@ class CompletionService:
         self.filler.forget(uri)
         self.offers.forget(uri)
         self._last_request.pop(uri, None)
+        self._cursor.pop(uri, None)
 
     def schedule_warmup(self, uri: str, req: CompletionRequest) -> None:
         """The user is here (an open, an edit): after the pause, fill ahead for this place."""
+        self._cursor[uri] = req
         if self.pipeline is None or not self.settings.language_enabled(req.document.language):
             return
         self.filler.want(uri, req)
@@ -388,6 +392,21 @@ class CompletionService:
         """The client says the cursor moved without an edit (tandem/didMoveCursor)."""
         self.filler.stats.cursor_moves += 1
         self.schedule_warmup(uri, req)
+
+    def viewed(self, uri: str, req: CompletionRequest, first: int, last: int) -> None:
+        """The editor shows lines first..last of a document (tandem/visibleRanges; `req` at their middle). Where
+        the cursor is not among them the user reads elsewhere (a scroll): fill the pages there, so that a click
+        in them finds their state cached. Where it is, the cursor is the focus again (back from reading)."""
+        if self.pipeline is None or not self.settings.language_enabled(req.document.language):
+            return
+        cursor = self._cursor.get(uri)
+        if cursor is not None and first <= cursor.line <= last:
+            focus = self.filler.focus
+            if self.filler.viewing and focus is not None and focus[0] == uri:
+                self.filler.want(uri, cursor)
+            return
+        self.filler.stats.views += 1
+        self.filler.want(uri, req, view=True)
 
     def _near_cursor_keep(self, plan: Plan) -> int:
         """Tokens of this plan's prompt that a request a few keystrokes later will share: all before the

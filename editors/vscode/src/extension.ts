@@ -1,6 +1,7 @@
 // Tandem for VS Code: starts `tandem serve`, mirrors its settings, shows its state in the status bar, and
 // reports accepted suggestions (inline items carry the `tandem.accepted` command the server counts), and tells
-// the server where the cursor went (`tandem/didMoveCursor`) so it fills the KV cache there before the first key;
+// the server where the cursor went (`tandem/didMoveCursor`) so it fills the KV cache there before the first key,
+// and what it shows after a scroll (`tandem/visibleRanges`), where the user reads;
 // where the server has a better suggestion than the one shown (`tandem/betterCompletion`), it asks again.
 import * as fs from "fs";
 import * as os from "os";
@@ -52,6 +53,25 @@ function reportCursor(editor: vscode.TextEditor | undefined, afterSwitch: boolea
     void client?.sendNotification("tandem/didMoveCursor", {
       uri, position: { line: pos.line, character: pos.character } });
   }, CURSOR_REST_MS);
+}
+
+// what the editor shows after a scroll (tandem/visibleRanges): where the cursor is not in it, the user reads
+// elsewhere and the server fills the pages there, so that a click in them is answered from their cached state;
+// only the active editor's, once the scrolling rests
+const VIEW_REST_MS = 300;
+let viewTimer: NodeJS.Timeout | undefined;
+
+function reportView(editor: vscode.TextEditor): void {
+  if (!client || client.state !== State.Running || editor !== vscode.window.activeTextEditor) return;
+  const doc = editor.document;
+  if (doc.uri.scheme !== "file" && doc.uri.scheme !== "untitled") return;
+  if (viewTimer) clearTimeout(viewTimer);
+  viewTimer = setTimeout(() => {
+    if (editor !== vscode.window.activeTextEditor) return;
+    const at = (p: vscode.Position) => ({ line: p.line, character: p.character });
+    void client?.sendNotification("tandem/visibleRanges", {
+      uri: doc.uri.toString(), ranges: editor.visibleRanges.map((r) => ({ start: at(r.start), end: at(r.end) })) });
+  }, VIEW_REST_MS);
 }
 
 // the server has a better suggestion where one was shown (tandem/betterCompletion: the whole page's answer, where
@@ -342,11 +362,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   await start(context);
   context.subscriptions.push(
     vscode.window.onDidChangeTextEditorSelection((e) => reportCursor(e.textEditor, false)),
+    vscode.window.onDidChangeTextEditorVisibleRanges((e) => reportView(e.textEditor)),
     vscode.window.onDidChangeActiveTextEditor((e) => reportCursor(e, true)),
     vscode.workspace.onDidCloseTextDocument((d) => versions.delete(d.uri.toString())),
   );
   reportCursor(vscode.window.activeTextEditor, true);
-  context.subscriptions.push({ dispose: () => statsTimer && clearTimeout(statsTimer) });
+  context.subscriptions.push({ dispose: () => {
+    if (statsTimer) clearTimeout(statsTimer);
+    if (viewTimer) clearTimeout(viewTimer);
+  } });
   await refresh();
 }
 

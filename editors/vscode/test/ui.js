@@ -1,6 +1,6 @@
 // The extension in a real VS Code: code-server (VS Code in the browser) with tandem.vsix installed, driven by
 // Playwright in Debian's Chromium. Opens a Go file, types, waits for ghost text from the real models, accepts
-// it with Tab, checks the line, and keeps a screenshot. Usage:
+// it with Tab, checks the line, and keeps a screenshot; at the end scrolls the cursor off the screen. Usage:
 //   node ui.js CODE_SERVER_DIR VSIX TANDEM_BIN WORKDIR SCREENSHOT
 // CODE_SERVER_DIR holds node_modules/code-server and node_modules/playwright-core (see tests/test_vscode.py).
 const cp = require("child_process");
@@ -193,6 +193,24 @@ async function main() {
     await new Promise((r) => setTimeout(r, 1000));
     out.documents = await statsCounter(page, "open_documents");
     note(`documents the server holds: ${out.documents}`);
+    // a scroll that leaves the cursor off the screen: the extension says what is shown (tandem/visibleRanges)
+    // and the server takes it as the place to fill; the file is made longer than the screen first
+    await page.keyboard.press("Escape");
+    await page.click(".tabs-container .tab >> text=store.go");
+    await page.click(editor);
+    await page.keyboard.press("Control+End");
+    for (let i = 0; i < 80; i++) await page.keyboard.press("Enter");
+    await new Promise((r) => setTimeout(r, 500));
+    // Alt+PageUp scrolls a page up and leaves the cursor where it is (headless Chromium's wheel events do not
+    // reach Monaco here)
+    for (let i = 0; i < 6; i++) await page.keyboard.press("Alt+PageUp");
+    await new Promise((r) => setTimeout(r, 1500));
+    await page.keyboard.press("F1");
+    await page.keyboard.type("Tandem: Show Statistics", { delay: 20 });
+    await page.keyboard.press("Enter");
+    await new Promise((r) => setTimeout(r, 1000));
+    out.views = await statsCounter(page, "views");
+    note(`screens read away from the cursor: ${out.views}`);
   } finally {
     await browser.close();
     server.kill();
