@@ -231,15 +231,15 @@ async def test_a_screen_read_away_from_the_cursor_fills_its_pages_and_the_cursor
         n := prewarm(tokens, cancel, **kw), filled.append(tokens) if not (cancel and cancel.is_set()) else None)[0]
     top = request(long, 0, 0)
     svc.schedule_warmup(URI, top)               # opened at its top (as the protocol stage does)
-    svc.viewed(URI, request(long, 20, 0), 0, 40)
+    svc.viewed(URI, 0, 40, lambda: pytest.fail("the screen with the cursor on it built a request"))
     assert svc.filler.stats.views == 0 and svc.filler.focus == (URI, top) and not svc.filler.viewing
-    svc.viewed(URI, middle, 281, 320)           # scrolled down: the cursor is off the screen
+    svc.viewed(URI, 281, 320, lambda: middle)           # scrolled down: the cursor is off the screen
     assert svc.filler.stats.views == 1 and svc.filler.focus == (URI, middle) and svc.filler.viewing
     page = viewed[0].tokens
     assert await until(lambda: page in filled, 30), svc.filler.summary()
     assert svc.filler.stats.tokens["fast"] == 0 and svc.filler.stats.tokens["prompt"] == 0
     assert svc.offers.stats.generated == 0 and not engine.generations
-    svc.viewed(URI, request(long, 20, 0), 0, 40)   # back to the cursor's screen
+    svc.viewed(URI, 0, 40, lambda: request(long, 20, 0))   # back to the cursor's screen
     assert svc.filler.focus == (URI, top) and not svc.filler.viewing and svc.filler.stats.views == 1
     svc.filler.stop()
 

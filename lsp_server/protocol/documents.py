@@ -189,13 +189,16 @@ def register(server: TandemServer) -> None:
         shown = [(a, b) for a, b in shown if a <= b]
         if not shown or not ls.service.ready:
             return
-        start, end = max(shown, key=lambda r: r[1] - r[0])
-        middle = (start + end) // 2
-        width = doc.position_codec.client_num_units(doc.lines[middle].rstrip("\r\n"))
-        l, c = server_position(doc, types.Position(line=middle, character=width))
         first, last = (server_position(doc, types.Position(line=x, character=0))[0]
                        for x in (min(a for a, _ in shown), max(b for _, b in shown)))
-        ls.service.viewed(uri, request_for(ls, doc, l, c), first, last)
+
+        def at_middle():
+            start, end = max(shown, key=lambda r: r[1] - r[0])
+            middle = (start + end) // 2
+            width = doc.position_codec.client_num_units(doc.lines[middle].rstrip("\r\n"))
+            return request_for(ls, doc, *server_position(doc, types.Position(line=middle, character=width)))
+
+        ls.service.viewed(uri, first, last, at_middle)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TandemServer, params: types.DidCloseTextDocumentParams):

@@ -393,17 +393,21 @@ class CompletionService:
         self.filler.stats.cursor_moves += 1
         self.schedule_warmup(uri, req)
 
-    def viewed(self, uri: str, req: CompletionRequest, first: int, last: int) -> None:
-        """The editor shows lines first..last of a document (tandem/visibleRanges; `req` at their middle). Where
-        the cursor is not among them the user reads elsewhere (a scroll): fill the pages there, so that a click
-        in them finds their state cached. Where it is, the cursor is the focus again (back from reading)."""
-        if self.pipeline is None or not self.settings.language_enabled(req.document.language):
+    def viewed(self, uri: str, first: int, last: int, at_middle: Callable[[], CompletionRequest]) -> None:
+        """The editor shows lines first..last of a document (tandem/visibleRanges). Where the cursor is not among
+        them the user reads elsewhere (a scroll): fill the pages there (`at_middle()`: the request at their
+        middle, built only then; a scroll while typing keeps the cursor on the screen), so that a click in them
+        finds their state cached. Where it is, the cursor is the focus again (back from reading)."""
+        if self.pipeline is None:
             return
         cursor = self._cursor.get(uri)
         if cursor is not None and first <= cursor.line <= last:
             focus = self.filler.focus
             if self.filler.viewing and focus is not None and focus[0] == uri:
                 self.filler.want(uri, cursor)
+            return
+        req = at_middle()
+        if not self.settings.language_enabled(req.document.language):
             return
         self.filler.stats.views += 1
         self.filler.want(uri, req, view=True)
