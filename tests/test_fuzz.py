@@ -57,8 +57,18 @@ position_requests = st.tuples(
 opens = st.tuples(st.just("open"), st.sampled_from(["file:///fuzz/doc.py", "file:///fuzz/other.ts"]), texts,
                   st.integers(0, 400), st.integers(0, 400))
 changes = st.tuples(st.just("change"), coordinates, coordinates, coordinates, coordinates, texts)
+# Tandem's own notifications, whose params pygls hands over unchecked: a cursor, a screen, or anything at all
+cursors = st.builds(lambda uri, line, ch: {"uri": uri, "position": {"line": line, "character": ch}},
+                    uris, coordinates, coordinates)
+screens = st.builds(lambda uri, ranges: {"uri": uri, "ranges": ranges}, uris,
+                    st.lists(st.builds(lambda a, b: {"start": {"line": a, "character": 0},
+                                                     "end": {"line": b, "character": 0}}, coordinates, coordinates)
+                             | json_values, max_size=3) | json_values)
+notes = st.one_of(st.tuples(st.just("note"), st.just("tandem/didMoveCursor"), cursors | json_values),
+                  st.tuples(st.just("note"), st.just("tandem/visibleRanges"), screens))
 steps = st.lists(st.one_of(raw_bodies.map(lambda b: ("raw", b)), random_requests, position_requests, opens,
-                           changes), min_size=1, max_size=4)
+                           changes, notes), min_size=1, max_size=4)
+FAILED = "handler failed"   # the server's log line where a handler raised (TandemServer.report_server_error)
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +89,9 @@ def run_step(s: RawServer, step, sent: list) -> None:
         s.send_bytes(step[1])
     elif kind == "request":
         sent.append(s.request_async(step[1], step[2]))
+    elif kind == "note":
+        s.notify(step[1], step[2])
+        sent.append(s.inline(DOC.as_uri(), 0, 0))   # and the server still answers after it
     elif kind == "open":
         _, uri, text, line, col = step
         s.open(uri, text, "typescript" if uri.endswith(".ts") else "python")
@@ -112,8 +125,9 @@ def test_every_request_is_answered_and_the_server_stays_up(server: RawServer, st
         else:
             assert "result" in res, res
             server.tally["results"] += 1
-    # alive, and still completing real code after whatever came before
+    # alive, and still completing real code after whatever came before; no handler raised
     assert server.alive(), "".join(server.stderr[-40:])
+    assert not [line for line in server.stderr if FAILED in line], "".join(server.stderr[-40:])
     assert server.request("tandem/stats", {}, timeout=60)["result"]["ready"]
     server.tally["cases"] += 1
 

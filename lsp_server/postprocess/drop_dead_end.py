@@ -4,7 +4,7 @@ turns that line into dead code. The model went its own way there (HumanEval/126/
 sorted(lst)` written above `if all(...)`, after the `return False` the hole wanted); the line is dropped."""
 import re
 
-from .around import CLAUSES, Around, first_word, indent
+from .around import CLAUSES, Around, first_word, indent, python_code
 
 TERMINATOR = re.compile(r"(return|raise|break|continue)\b")
 
@@ -21,7 +21,16 @@ def apply(completion: str, around: Around) -> str:
         return completion
     line = lines[last] if last else around.line_before + lines[0]
     if indent(line) == indent(below) and TERMINATOR.match(line.strip()):
-        kept = "\n".join(lines[:last])
+        kept_lines = lines[:last]
+        # an opener whose body was that line goes with it: the line below would become its body
+        # (HumanEval/161/L6: `if flg == 0:` over `return s[::-1]`, above the loop's `idx += 1`)
+        while kept_lines:
+            i = max((j for j, l in enumerate(kept_lines) if l.strip() and not around.comment_only(l)), default=-1)
+            opener = kept_lines[i] if i > 0 else around.line_before + kept_lines[0] if i == 0 else ""
+            if i < 0 or not python_code(opener).endswith(":") or indent(opener) >= indent(line):
+                break
+            kept_lines = kept_lines[:i]
+        kept = "\n".join(kept_lines)
         # what is left must hold code: a comment the model wrote above its line is no answer on its own
         return kept if any(l.strip() and not around.comment_only(l) for l in kept.split("\n")) else ""
     return completion

@@ -116,6 +116,17 @@ def record(ls: TandemServer, doc: TextDocument, line: int, kind: str, end: int |
         ls.ring.add_range(path, doc.source, line, end + 1, kind)
 
 
+def _field(obj, key: str):
+    """A field of a custom notification's params, as pygls hands them over (a dict, or an object); None where
+    it is missing or the params are no object at all."""
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def _numbers(*values) -> bool:
+    """All are LSP line or character numbers: ints (not bools), not negative."""
+    return all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values)
+
+
 def register(server: TandemServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TandemServer, params: types.DidOpenTextDocumentParams):
@@ -151,14 +162,11 @@ def register(server: TandemServer) -> None:
     def did_move_cursor(ls: TandemServer, params):
         """Where the cursor is, before any keystroke there (Tandem's VS Code and Neovim clients send it after
         a move): the page around it fills while the user reads. A notification: bad params are ignored."""
-        uri = params.get("uri") if isinstance(params, dict) else getattr(params, "uri", None)
-        pos = params.get("position") if isinstance(params, dict) else getattr(params, "position", None)
+        uri, pos = _field(params, "uri"), _field(params, "position")
         if not isinstance(uri, str) or uri not in ls.workspace.text_documents or uri in ls.refused:
             return
-        line = pos.get("line") if isinstance(pos, dict) else getattr(pos, "line", None)
-        char = pos.get("character") if isinstance(pos, dict) else getattr(pos, "character", None)
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (line, char)) \
-                or not ls.service.ready:
+        line, char = _field(pos, "line"), _field(pos, "character")
+        if not _numbers(line, char) or not ls.service.ready:
             return
         doc = ls.workspace.get_text_document(uri)
         try:
@@ -174,16 +182,15 @@ def register(server: TandemServer) -> None:
         them after a scroll): recent code for the other documents' prompts, and where the cursor is
         not in them, the place the fill prepares (the middle of the largest range: the user reads there and may
         click there). A notification: bad params are ignored."""
-        get = (lambda o, k: o.get(k) if isinstance(o, dict) else getattr(o, k, None))
-        uri, ranges = get(params, "uri"), get(params, "ranges")
+        uri, ranges = _field(params, "uri"), _field(params, "ranges")
         if not isinstance(uri, str) or uri not in ls.workspace.text_documents or not isinstance(ranges, list) \
                 or uri in ls.refused:
             return
         doc = ls.workspace.get_text_document(uri)
         shown: list[tuple[int, int]] = []
         for r in ranges[:8]:
-            start, end = get(get(r, "start") or {}, "line"), get(get(r, "end") or {}, "line")
-            if all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (start, end)) and end >= start:
+            start, end = _field(_field(r, "start"), "line"), _field(_field(r, "end"), "line")
+            if _numbers(start, end) and end >= start:
                 record(ls, doc, start, "view", end)
                 shown.append((start, min(end, len(doc.lines) - 1)))
         shown = [(a, b) for a, b in shown if a <= b]

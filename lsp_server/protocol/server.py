@@ -9,7 +9,8 @@ import os
 import sys
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
+from pygls.exceptions import (FeatureNotificationError, FeatureRequestError, JsonRpcException, JsonRpcInternalError,
+                              JsonRpcInvalidRequest, JsonRpcParseError)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification
@@ -119,6 +120,15 @@ class TandemServer(LanguageServer):
         if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
             self.protocol.parse_error(error)
             return
+        if source is FeatureRequestError and not isinstance(error, JsonRpcInternalError):
+            return   # an error the handler meant (invalid params, unknown document): the answer says it
+        # a handler that raised otherwise is a bug: its traceback goes to the log (pygls only shows the message
+        # in the editor, or answers a request with -32603), and the server goes on
+        data = getattr(error, "data", None)
+        where = "".join(data.get("traceback", [])) if isinstance(data, dict) else ""
+        kind = {FeatureNotificationError: "a notification", FeatureRequestError: "a request"}.get(
+            source, getattr(source, "__name__", str(source)))
+        log.error("%s handler failed: %s\n%s", kind, error, where.rstrip())
         super().report_server_error(error, source)
 
     def message(self, kind: types.MessageType, text: str) -> None:
