@@ -6,8 +6,8 @@ tokenizer only). Reports passes before and after, per half (`bench/halves.py`), 
     .venv/bin/python scripts/repost-humaneval.py RUN.json [DATA.jsonl.gz] [--show]
 
 RUN.json: a `tandem eval humaneval --json` file with the pipeline variant; DATA: its tasks (default: the file the
-run names). A task whose raw text the generation's time budget cut (a block the editor would have finished
-later) is post-processed as it was, truncated."""
+run names). A generation that stopped at its token limit is post-processed as truncated, one that ended the hole
+as ended, as in the run."""
 import json
 import sys
 from collections import Counter
