@@ -19,18 +19,21 @@ def apply(completion: str, around: Around) -> str:
     last = max((i for i, l in enumerate(lines) if l.strip()), default=-1)
     if last < 0:
         return completion
-    line = lines[last] if last else around.line_before + lines[0]
+
+    def whole(i: int) -> str:   # a line of the completion as the file will hold it (the first one after the cursor)
+        return lines[i] if i else around.line_before + lines[0]
+
+    line = whole(last)
     if indent(line) == indent(below) and TERMINATOR.match(line.strip()):
-        kept_lines = lines[:last]
         # an opener whose body was that line goes with it: the line below would become its body
         # (HumanEval/161/L6: `if flg == 0:` over `return s[::-1]`, above the loop's `idx += 1`)
-        while kept_lines:
-            i = max((j for j, l in enumerate(kept_lines) if l.strip() and not around.comment_only(l)), default=-1)
-            opener = kept_lines[i] if i > 0 else around.line_before + kept_lines[0] if i == 0 else ""
-            if i < 0 or not python_code(opener).endswith(":") or indent(opener) >= indent(line):
+        end = last
+        while True:
+            i = max((j for j in range(end) if lines[j].strip() and not around.comment_only(lines[j])), default=-1)
+            if i < 0 or not python_code(whole(i)).endswith(":") or indent(whole(i)) >= indent(line):
                 break
-            kept_lines = kept_lines[:i]
-        kept = "\n".join(kept_lines)
+            end = i
+        kept = "\n".join(lines[:end])
         # what is left must hold code: a comment the model wrote above its line is no answer on its own
         return kept if any(l.strip() and not around.comment_only(l) for l in kept.split("\n")) else ""
     return completion

@@ -58,48 +58,53 @@ def _recent(prefix: str, chars: int = 6000) -> str:
     return prefix
 
 
+def _opens(statement: str) -> bool:
+    """Whether a statement (or a line) opens a block: its last line ends in a colon (`follows:` in the first line
+    of a docstring opens nothing)."""
+    return _code(statement.rstrip().rsplit("\n", 1)[-1]).endswith(":")
+
+
 def _target(statements: list[str], around: Around, first: str, last: str) -> int | None:
     code = [st for st in statements if st.strip() and not st.lstrip().startswith("#")]
     if not code:
         return None
-    # indentation from the statement's first line, whether it opens a block from its last (`follows:` in
-    # the first line of a docstring opens nothing)
-    prev, prev_end = code[-1], code[-1].rstrip().rsplit("\n", 1)[-1]
+    # indentation from the statement's first line, whether it opens a block from its last
+    prev = code[-1]
     nxt = next((l for l in around.suffix.split("\n")[1:] if l.strip() and not l.lstrip().startswith("#")), None)
     p, c = indent(prev), indent(first)
     n = indent(nxt) if nxt is not None else None
-    if last is first and _code(first).endswith(":") and n is not None and n <= c and first_word(first) not in CLAUSES:
+    if last is first and _opens(first) and n is not None and n <= c and first_word(first) not in CLAUSES:
         # one line, an opener, and the line below, which can only be its body, is not deeper (HumanEval/39/L14
         # `if n == 0:` written at the level of `return f[-1]` below it): the deepest level the code above allows
         # that puts the opener left of its body. (A longer completion ending in such an opener was cut short
         # there: the line is dropped, not the block moved.)
-        return _opener_level(code, prev, prev_end, c, n)
-    if _code(prev_end).endswith(":"):
+        return _opener_level(code, c, n)
+    if _opens(prev):
         # the body's first line: one level in, where the suffix's body lines stand; also a plain statement in
         # it left of a deeper line below, which can only be that body's (HumanEval/95/L17: `state = "mixed"`
         # a level above the `break` under it)
         if n is None or n <= p:
             return None
-        plain = last is first and not _code(first).endswith(":") and not _statements(first.strip())[1]
+        plain = last is first and not _opens(first) and not _statements(first.strip())[1]
         return n if c <= p or (plain and n > c) else None
     if c > p:
         return p
     # (unless the completion's own last line opens the block the deeper line below belongs to: HumanEval/5/L3_L5,
     # `result = []` and `for n in numbers[:-1]:` after an `if`'s `return []`)
-    if c < p and n is not None and n > c and not _code(first).endswith(":") and n <= p \
-            and not (_code(last).endswith(":") and n > indent(last)):
+    if c < p and n is not None and n > c and not _opens(first) and n <= p \
+            and not (_opens(last) and n > indent(last)):
         return n
     return None
 
 
-def _opener_level(code: list[str], prev: str, prev_end: str, c: int, n: int) -> int | None:
-    """Where an opener at `c` goes so that the line below (at `n`) is its body: after an opener, one of the
-    file's indentation steps into that one's body (HumanEval/109/L9, two-space steps); else the level of the
-    statement above or of a block it is in, never out to the top level from within one."""
-    p = indent(prev)
-    if _code(prev_end).endswith(":"):
-        steps = [indent(b) - indent(a) for a, b in zip(code, code[1:])
-                 if _code(a.rstrip().rsplit("\n", 1)[-1]).endswith(":") and indent(b) > indent(a)]
+def _opener_level(code: list[str], c: int, n: int) -> int | None:
+    """Where an opener at `c` goes so that the line below (at `n`) is its body: after an opener (the last of
+    `code`, the statements above), one of the file's indentation steps into that one's body (HumanEval/109/L9,
+    two-space steps); else the level of the statement above or of a block it is in, never out to the top level
+    from within one."""
+    p = indent(code[-1])
+    if _opens(code[-1]):
+        steps = [indent(b) - indent(a) for a, b in zip(code, code[1:]) if _opens(a) and indent(b) > indent(a)]
         step = max(set(steps), key=steps.count) if steps else 4
         t = p + step
         return t if t < n and t != c else None
