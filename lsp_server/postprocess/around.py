@@ -30,6 +30,12 @@ def indent(line: str) -> int:
     return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
 
 
+def line_opens_block(line: str, language: str) -> bool:
+    """Whether a code line opens a block: a Python line ends in a colon (before its comment), a brace language's in `{`."""
+    code = python_code(line) if language == "python" else line.rstrip()
+    return code.endswith(":") if language == "python" else language in BRACE_LANGUAGES and code.endswith("{")
+
+
 def open_brackets(code: str) -> int:
     """How many brackets `code` leaves open (outside string literals and comments, roughly)."""
     depth, quote, i = 0, "", 0
@@ -129,10 +135,7 @@ class Around:
         start = self.code_start(middle)
         first = middle[start:].split("\n", 1)[0]
         line = first if start else self.line_before + first
-        code = python_code(line) if self.language == "python" else line.rstrip()
-        opens = code.endswith(":") if self.language == "python" else \
-            self.language in BRACE_LANGUAGES and code.endswith("{")
-        return line if opens else None
+        return line if line_opens_block(line, self.language) else None
 
     def _next_below(self) -> str | None:
         return next((l for l in self.suffix.split("\n")[1:] if l.strip()), None)

@@ -4,7 +4,7 @@ turns that line into dead code. The model went its own way there (HumanEval/126/
 sorted(lst)` written above `if all(...)`, after the `return False` the hole wanted); the line is dropped."""
 import re
 
-from .around import CLAUSES, Around, first_word, indent, python_code
+from .around import CLAUSES, Around, first_word, indent, line_opens_block
 
 TERMINATOR = re.compile(r"(return|raise|break|continue)\b")
 
@@ -30,7 +30,7 @@ def apply(completion: str, around: Around) -> str:
         end = last
         while True:
             i = max((j for j in range(end) if lines[j].strip() and not around.comment_only(lines[j])), default=-1)
-            if i < 0 or not python_code(whole(i)).endswith(":") or indent(whole(i)) >= indent(line):
+            if i < 0 or not line_opens_block(whole(i), "python") or indent(whole(i)) >= indent(line):
                 break
             end = i
         kept = "\n".join(lines[:end])

@@ -14,7 +14,7 @@ multi-line development set, cutting such answers at the block's end or at a blan
 statement after a dedent)."""
 import re
 
-from .around import BRACE_LANGUAGES, Around, indent, python_code
+from .around import Around, indent, line_opens_block
 
 CLOSER_LINE = set(")]};, \t")
 FUNCTION = re.compile(r"\s*(async\s+)?def\s")
@@ -64,7 +64,7 @@ def _in_its_definition(completion: str, around: Around) -> str:
             level = indent(above)
             if around.language == "python" and CLASS.match(above):
                 break   # its next method is not the cursor's function
-            if opens_block(above, around.language) and (around.language != "python" or FUNCTION.match(above)):
+            if line_opens_block(above, around.language) and (around.language != "python" or FUNCTION.match(above)):
                 head = above   # the outermost function around the cursor (a nested one's hole may go on below it)
     if head is None:
         return completion
@@ -88,7 +88,3 @@ def function_end_floor(around: Around, base: int) -> int:
         return base   # the function goes on below the hole: its code says where the hole ends
     return indent(head) + 1
 
-
-def opens_block(line: str, language: str) -> bool:
-    code = python_code(line) if language == "python" else line.rstrip()
-    return code.endswith(":") if language == "python" else language in BRACE_LANGUAGES and code.endswith("{")
