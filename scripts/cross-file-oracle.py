@@ -14,10 +14,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lsp_server.bench.halves import in_half  # noqa: E402
 from lsp_server.bench.real_corpus import PROJECTS, ensure  # noqa: E402
 from lsp_server.bench.real_holes import cut_project, read_source  # noqa: E402
-from lsp_server.context.similar import QUERY_LINES, SKIP_ABOVE, SKIP_BELOW, jaccard, query_of, words  # noqa: E402
+from lsp_server.context.similar import (FOLLOW_LINES, MIN_SCORE, QUERY_LINES, SKIP_ABOVE, SKIP_BELOW,  # noqa: E402
+                                        jaccard, query_of, words)
 
 SOURCES = {".py", ".ts", ".tsx", ".js", ".mjs", ".go", ".rs", ".c", ".h"}
-TOP, STEP, FOLLOW, MIN_SCORE = 3, 3, 3, 0.3
+TOP, STEP = 3, 3
 
 
 def has_line(text: str, line: str) -> bool:
@@ -36,8 +37,8 @@ def most_like(query: frozenset[str], texts: list[str]) -> list[str]:
         lines = t.split("\n")
         for i in range(0, max(1, len(lines) - QUERY_LINES), STEP):
             s = jaccard(query, words("\n".join(lines[i:i + QUERY_LINES])))
-            if s > MIN_SCORE:
-                found.append((s, "\n".join(lines[i:i + QUERY_LINES + FOLLOW])))
+            if s >= MIN_SCORE:
+                found.append((s, "\n".join(lines[i:i + QUERY_LINES + FOLLOW_LINES])))
     return [w for _, w in sorted(found, key=lambda x: -x[0])[:TOP]]
 
 
