@@ -76,21 +76,6 @@ def test_mode_multi_line_at_top_level():
     assert decide("import os\n\n", "", "python").multiline
 
 
-def test_mode_inside_a_construct_at_top_level_is_one_item():
-    # one more item of a list that opened above and closes below, not a new definition: a line, or a block
-    # where the model ends one itself (ws's `module.exports = {...}` got ten invented names as a block)
-    m = decide('__all__ = [\n    "a",\n    ', '\n    "c",\n]\n', "python")
-    assert (m.multiline, m.maybe_block, m.why) == (False, True, "inside a construct"), m
-    m = decide("module.exports = {\n  A,\n  ", "\n  C\n};\n", "javascript")
-    assert (m.multiline, m.maybe_block, m.why) == (False, True, "inside a construct"), m
-    # after the construct closed, the top level again
-    assert decide('__all__ = [\n    "a",\n]\n\n', "\n", "python").why == "new top-level definition"
-    # a list the hole left unclosed is a parse error, not a construct known to close below: the rest of the
-    # function may be wanted (HumanEval/156/L1_L13), a block as before
-    m = decide('def f(n):\n    """Doc."""\n    num = [1, 4, 5,\n           ', "\n", "python")
-    assert (m.multiline, m.why) == (True, "new top-level definition"), m
-
-
 def test_mode_without_a_grammar_is_single_line():
     m = decide("notes\n", "", "text")
     assert m.complete and not m.multiline

@@ -53,18 +53,10 @@ def decide(prefix: str, suffix: str, language: str, tree: Tree | None | bool = F
     row = prefix.count("\n")
     col = len(line_before.encode("utf-8"))
     node = tree.root_node.descendant_for_point_range((row, col), (row, col))
-    # whether the line lies within a construct that opened above it and closes below it: a list, an object, a
-    # parameter list, an export clause at the top of a file (the place of one more item, not of a definition).
-    # Not an error node: what the parser could not read says nothing of where it closes (a list whose end the
-    # hole took with it: HumanEval/156/L1_L13 wants the rest of its function)
-    within = False
     while node is not None and not (node.type in TOP_LEVEL or node.type in DEFINITIONS
                                     or any(b in node.type for b in BLOCKS)):
-        within = within or (node.type != "ERROR" and node.start_point[0] < row < node.end_point[0])
         node = node.parent
     if node is None or node.type in TOP_LEVEL:
-        if within:
-            return Mode(True, False, "inside a construct", maybe_block=not line_after.strip())
         return Mode(True, True, "new top-level definition")
     if node.type in DEFINITIONS:
         # reached without passing its block: the code being written broke the parse (an `elif` whose `if` is
