@@ -3,7 +3,7 @@ before and after: the server's page prompt and the fast prompt the fill prepares
 prompt both ways, scored like `tandem eval real` (first line exact, whole answer exact, similarities, parses).
 No server, no timing.
 
-    .venv/bin/python scripts/eval-real-mode.py OLD_TRIGGER.py OUT.json [--half tune|confirm|all] [--prompts page,fast192]
+    .venv/bin/python scripts/eval-real-mode.py OLD_TRIGGER.py OUT.json [--half tune|confirm|all] [--prompts page,fastN,...]
 
 OLD_TRIGGER.py: the module before the change (`git show REV:lsp_server/context/trigger.py > /tmp/old.py`)."""
 import importlib.util
@@ -62,8 +62,8 @@ def main(old_path: str, out: str, half: str = "all", prompts: tuple[str, ...] = 
                                             max_tokens_single_line=s.max_tokens_single_line, speculative=False,
                                             force=True)
                     plan = pipe.plan(req)
-                    if prompt != "page":
-                        plan = pipe.plan_fast(plan, 192)
+                    if prompt != "page":   # fastN: a fast prompt of N tokens of the nearest lines
+                        plan = pipe.plan_fast(plan, int(prompt.removeprefix("fast")))
                     gen = pipe.generate(plan)
                     answer = pipe.finish(plan, gen).text
                     row[f"{prompt}_{name}"] = {"text": answer, "tokens": len(gen.tokens),
