@@ -24,7 +24,8 @@ from pygls.exceptions import JsonRpcException
 
 from ..service.stats import percentile
 from .fixtures import find_fixture
-from .replay import Counts, Replayer, Typist, peak_rss_mb, position, replace_range, running_server, server_stats
+from .replay import (Counts, Replayer, Typist, engine_was_running, peak_rss_mb, position, replace_range,
+                     running_server, server_stats)
 
 THINK_S = 1.0     # finding the spot after a jump, a switch or an open, before editing
 PAUSE_S = 1.0     # after emptying the line, before asking (the measurement)
@@ -201,10 +202,12 @@ async def run_visits(files, visits: list[Visit], server_cmd: list[str], options:
                    else f"  pages {sorted(set(o.pages))}"))
         final = await server_stats(client)
         peak = peak_rss_mb(client._server.pid, final)
+        was_running = engine_was_running(client._server.pid, final)
     mem = final.get("memory", {})
     return {
         "seconds": round(time.perf_counter() - t0, 1), "by_kind": summarize(outcomes),
         "peak_rss_mb": round(peak, 1) if peak else None, "rss_mib_end": mem.get("rss_mib"),
+        "engine_was_running": was_running,
         "kv_store": mem.get("kv_store"), "kv_bytes_peak": kv_peak, "draft_model": final.get("draft_model"),
         "fill": final.get("fill"), "targets": TARGETS,
         "pacing_s": {"think": think_s, "pause": PAUSE_S, "read": read_s}, "cursor_moves_reported": cursor,
@@ -237,7 +240,8 @@ def print_report(r: dict, out=sys.stdout) -> None:
               file=out)
     kv = r.get("kv_store") or {}
     t = kv.get("target") or {}
-    print(f"peak RSS {ms(r['peak_rss_mb'])} MB (target <= {TARGETS['rss_mb']:,}); KV store: "
+    running = " (the shared engine was already running: its size at the end)" if r.get("engine_was_running") else ""
+    print(f"peak RSS {ms(r['peak_rss_mb'])} MB{running} (target <= {TARGETS['rss_mb']:,}); KV store: "
           f"{(kv.get('bytes') or 0) / 2**20:,.0f} MiB held at the end, peak {r['kv_bytes_peak'] / 2**20:,.0f} MiB, "
           f"budget {(kv.get('budget_bytes') or 0) / 2**20:,.0f} MiB; {t.get('entries', 0)} states, "
           f"{t.get('restores', 0)} restores, {t.get('saves', 0)} saves, {t.get('evictions', 0)} evictions", file=out)
