@@ -2,7 +2,7 @@
 answered in-process by the server's pipeline with prompts of several shapes, scored like the suite (first line
 exact, similarities). No server, no timing: the quality each prompt shape can give, beside its size.
 
-    .venv/bin/python scripts/eval-real-prompts.py HALF LIMIT CONFIGS OUT.json [--cross]
+    .venv/bin/python scripts/eval-real-prompts.py HALF LIMIT CONFIGS OUT.json [--cross] [--ids RUN.json]
 
 CONFIGS, comma-separated: MODEL SIZE [s SUFFIX]; MODEL T (the target) or D (the draft model alone); SIZE `page`
 (the server's page prompt) or N (a fast prompt of N tokens of the nearest lines); `sN` a suffix budget of N
@@ -10,7 +10,8 @@ tokens (default: the server's); `pN` the project around the file (the workspace 
 the definitions the nearest code uses in a fast prompt; `bN` N tokens of the code below the cursor's line in
 the fast prompt's head (fastBelowTokens; default: the server's); `mN` N tokens of the lines elsewhere in the file
 like those above the cursor in the fast prompt's head (fastSimilarTokens); `xN` a prefix budget of N tokens (the
-page's). Each answer keeps its tokens' texts and top-2 logit gaps (`pieces`, `margins`). `R` alone: raw FIM with the whole file (`tandem eval real`'s raw answer, no post-processing). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
+page's). `--ids RUN.json`: exactly the holes a `tandem eval real --json` run answered (LIMIT then caps them), to
+set the server's answers beside the prompts' on the same holes. Each answer keeps its tokens' texts and top-2 logit gaps (`pieces`, `margins`). `R` alone: raw FIM with the whole file (`tandem eval real`'s raw answer, no post-processing). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
 import json
 import random
 import re
@@ -31,7 +32,8 @@ from lsp_server.prompt import PromptBudget  # noqa: E402
 from lsp_server.service.settings import Settings  # noqa: E402
 
 
-def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool = False) -> None:
+def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool = False,
+         ids: set[str] | None = None) -> None:
     holes, projects = [], {}
     for spec in PROJECTS:
         if in_half(spec.name, half):
@@ -39,6 +41,8 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
             projects[p.name] = p
             holes += cut_project(p, 0)
     random.Random(7).shuffle(holes)
+    if ids is not None:
+        holes = [h for h in holes if h.task_id in ids]
     holes = sorted(holes[:limit], key=lambda h: (h.project, h.file, h.line))
     engines, pipes, results = {}, {}, []
 
@@ -112,5 +116,8 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
 
 if __name__ == "__main__":
     t0 = time.perf_counter()
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4], "--cross" in sys.argv[5:])
+    rest = sys.argv[5:]
+    run_ids = ({r["task_id"] for r in json.loads(Path(rest[rest.index("--ids") + 1]).read_text())["results"]}
+               if "--ids" in rest else None)
+    main(sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4], "--cross" in rest, run_ids)
     print(f"{time.perf_counter() - t0:.0f} s")

@@ -56,6 +56,21 @@ def test_a_line_still_being_written_waits_then_answers_early():
     assert job_with("if x", started_s_ago=1.0).take("", one_line=True, early_s=0.6) == "wait"
 
 
+def test_a_line_still_being_written_waits_for_its_end_up_to_the_line_s_time():
+    # mobx's `if (this.isTracing_ !== TraceMode.NONE) {`, shown at 600 ms as `if (this.`: a wrong first line
+    part = "if (this.isTracing_ !== Trace"
+    assert job_with(part, started_s_ago=1.0).take("", one_line=True, early_s=0.6, line_s=1.2) == "wait"
+    # the line ended within it: the whole line, not an early answer
+    assert job_with(part + "Mode.NONE) {\n", started_s_ago=1.0).take(
+        "", one_line=True, early_s=0.6, line_s=1.2) == ("text", part + "Mode.NONE) {", None, False)
+    # past it: its whole words, as before
+    assert job_with(part, started_s_ago=1.3).take("", one_line=True, early_s=0.6, line_s=1.2) == \
+        ("text", part, None, True)
+    # a block's finished lines do not wait for it
+    assert job_with("total = 0\n    for it", started_s_ago=1.0).take(
+        "", one_line=False, early_s=0.6, line_s=1.2) == ("text", "total = 0\n    for it", None, True)
+
+
 def test_a_line_that_opens_a_block_is_answered_early_only_with_a_finished_line_of_its_body():
     def make(partial):
         return job_with(partial, started_s_ago=1.0, prefix="def f(n):\n    ")

@@ -47,11 +47,12 @@ class Job:
         self.restored = restored
         self.gen_started_at = time.perf_counter()
 
-    def take(self, typed: str, one_line: bool, early_s: float | None = None):
+    def take(self, typed: str, one_line: bool, early_s: float | None = None, line_s: float | None = None):
         """What this job has for a request that typed `typed` since its prefix: ("text", raw, gen, early) when
         there is an answer (gen is None while the generation goes on), "wait", "gone" (cancelled), or
         "diverged". After `early_s` of generation a long line or block is answered early (its raw text so far;
-        post-processing keeps what is whole) while the generation goes on to fill the cache."""
+        post-processing keeps what is whole) while the generation goes on to fill the cache; a one-line answer
+        whose code line is still being written waits for the line's end up to `line_s` (at least `early_s`)."""
         if self.future.done():
             gen = self.future.result()
             if gen is None or gen.stop_reason == StopReason.CANCELLED:
@@ -62,8 +63,8 @@ class Job:
         part = self.partial
         if not (part.startswith(typed) or typed.startswith(part)):
             return "diverged"
-        late = (early_s is not None and self.gen_started_at is not None
-                and time.perf_counter() - self.gen_started_at >= early_s)
+        ran = time.perf_counter() - self.gen_started_at if self.gen_started_at is not None else None
+        late = early_s is not None and ran is not None and ran >= early_s
         # where a block may be missing, the answer waits for the model to end it, up to the early answer's time
         if one_line and len(part) > len(typed) and (late or not self.plan.mode.maybe_block):
             end = self.plan.around.line_end(part, len(typed))
@@ -75,6 +76,10 @@ class Job:
                 start = self.plan.around.code_start(part)
                 code_end = part.find("\n", start)
                 if code_end < 0:   # the code line being written (comment lines before it do not count)
+                    if line_s is not None and ran < line_s:
+                        # a line shown unfinished is a wrong first line whatever follows (`if (this.`): most
+                        # lines end a few tokens later (docs/quality.md, "A line still being written")
+                        return "wait"
                     whole = LAST_WORD.sub("", part[max(start, len(typed)):]).rstrip()
                 else:   # past it, the line opens a block (see Around.line_end): a finished line of its body
                     whole = part[max(code_end, len(typed)):part.rfind("\n")].strip()

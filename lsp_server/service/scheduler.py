@@ -263,8 +263,9 @@ class CompletionService:
         try:
             while True:
                 job.progress.clear()
-                got = job.take(typed, one_line, early_s=self.settings.early_answer_ms / 1000
-                               if self.settings.early_answer_ms > 0 else None)
+                early = self.settings.early_answer_ms
+                got = job.take(typed, one_line, early_s=early / 1000 if early > 0 else None,
+                               line_s=max(early, self.settings.early_line_ms) / 1000 if early > 0 else None)
                 if got != "wait":
                     return got
                 progress = asyncio.ensure_future(job.progress.wait())

@@ -60,6 +60,9 @@ class Settings:
     max_tokens_single_line: int = 40
     time_budget_ms: int = 1500        # generation stops after this and keeps what is whole
     early_answer_ms: int = 600        # after this much generation, answer with what is whole and go on
+    # ...but a one-line answer whose line is still being written waits for its end up to this (at least
+    # earlyAnswerMs): an unfinished line is a wrong first line (docs/quality.md, "A line still being written")
+    early_line_ms: int = 1200
     # prompt budgets in tokens; the suffix is evaluated again on every keystroke, so it stays short
     prefix_tokens: int = 768          # a page: about 576 tokens of text above the cursor, and its outline
     suffix_tokens: int = 16           # evaluated again on every keystroke, so short...
