@@ -162,10 +162,15 @@ def started_before(pid: int, other: int) -> bool:
         return False
 
 
+def engine_pid(stats: dict) -> int | None:
+    """The shared engine process's pid from a server's stats (None: the models are in the server's process)."""
+    return ((stats.get("backend") or {}).get("shared_engine") or {}).get("pid")
+
+
 def engine_was_running(server_pid: int, stats: dict) -> bool:
     """Whether the shared engine this server uses was already running when the server started (an earlier
     run's or another window's: idle engines stay up for engineIdleMinutes)."""
-    host = ((stats.get("backend") or {}).get("shared_engine") or {}).get("pid")
+    host = engine_pid(stats)
     return bool(host) and started_before(host, server_pid)
 
 
@@ -175,7 +180,7 @@ def peak_rss_mb(server_pid: int, stats: dict) -> float | None:
     engine was already running, its lifetime peak covers work before this run (2,691 MB after a day of
     evaluations, against ~1,970 from a fresh one): its size at the end stands in for it."""
     peak = rss_peak_mb(server_pid)
-    host = ((stats.get("backend") or {}).get("shared_engine") or {}).get("pid")
+    host = engine_pid(stats)
     if peak is not None and host:
         engine = rss_peak_mb(host, "VmRSS" if engine_was_running(server_pid, stats) else "VmHWM")
         peak = peak + engine if engine is not None else None
@@ -423,11 +428,12 @@ async def replay(sessions: list[Session], server_cmd: list[str], speed: float = 
         await asyncio.sleep(0.5)
         stats = await server_stats(client, records=True)
         peak = peak_rss_mb(client._server.pid, stats)
-        stats["engine_was_running"] = engine_was_running(client._server.pid, stats)
-    return report(counts, stats, peak, time.perf_counter() - t_start, speed)
+        was_running = engine_was_running(client._server.pid, stats)
+    return report(counts, stats, peak, time.perf_counter() - t_start, speed, was_running)
 
 
-def report(c: Counts, st: dict, peak_mb: float | None, seconds: float, speed: float) -> dict:
+def report(c: Counts, st: dict, peak_mb: float | None, seconds: float, speed: float,
+           engine_running: bool = False) -> dict:
     model = [r for r in st.get("records", []) if r["source"] in ("model", "fast") and r["prompt_tokens"]]
     fractions = [r["prompt_evaluated"] / r["prompt_tokens"] for r in model]
     generated = st["tokens"]["generated"]
@@ -455,7 +461,7 @@ def report(c: Counts, st: dict, peak_mb: float | None, seconds: float, speed: fl
         "warmups": st.get("warmups"),
         "server_by_source": st.get("by_source"),
         "peak_rss_mb": round(peak_mb, 1) if peak_mb else None,
-        "engine_was_running": st.get("engine_was_running", False),
+        "engine_was_running": engine_running,
         "server_records": [r for r in st.get("records", []) if r["source"] in ("model", "fast", "reuse")],
         "targets": TARGETS,
     }
