@@ -166,6 +166,10 @@ def test_a_short_typing_session_against_the_real_server(tmp_path):
     assert total["line_starts_answered"] >= 1 and total["answered_in_time_right"] <= total["answered_in_time_shown"]
     assert 0 <= total["from_ghost"] <= total["chars"]
     assert "typing in real files: 1 function bodies" in p.stdout and "python" in p.stdout
+    # the window's memory, models included, and whether the engine came from before this run (tests share one)
+    assert r["peak_rss_mb"] > 300 and f"peak RSS {r['peak_rss_mb']:,.0f} MB" in p.stdout
+    assert r["engine_was_running"] in ([], ["httpx"])
+    assert ("already running for httpx" in p.stdout) == bool(r["engine_was_running"])
 
 
 @pytest.mark.parametrize("args, says", [

@@ -83,7 +83,7 @@ def add_arguments(parser) -> None:
                         "there at once); the cursor stays at the previous place meanwhile")
     g.add_argument("--real-view", action="store_true",
                    help="editor: while reading (--real-read), the editor shows a screen of lines around the hole "
-                        "(tandem/visibleRanges, as Tandem's VS Code and Neovim clients send after a scroll)")
+                        "(tandem/visibleRanges, as Tandem's VS Code client sends after a scroll)")
 
 
 # ---- corpus and holes ----------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from ..context.syntax import parse
 from .real import load_projects
 from .real_corpus import Project
 from .real_holes import BODIES, MAX_LINES, MIN_LINES, block_bodies, body_text, cut_lines, read_source
-from .replay import Counts, Replayer, next_key, peak_rss_mb, running_server, server_stats
+from .replay import Counts, Replayer, engine_was_running, next_key, peak_rss_mb, running_server, server_stats
 
 CPS = 6.0           # characters a second
 WAIT_S = 3.0        # at a line start, the longest wait for ghost text
@@ -251,8 +251,9 @@ def figures(t: Tally) -> dict:
 
 
 async def type_project(server_cmd: list[str], project: Project, bodies: list[Body], options: dict | None,
-                       cps: float, wait_s: float, log) -> tuple[list[dict], dict, float | None]:
-    """One server with the project as its workspace types the project's bodies, one file open at a time."""
+                       cps: float, wait_s: float, log) -> tuple[list[dict], dict, float | None, bool]:
+    """One server with the project as its workspace types the project's bodies, one file open at a time;
+    returns the sessions, the server's stats, its peak RSS and whether its shared engine was already running."""
     out = []
     async with running_server(server_cmd, options, lambda m: log("  " + m), root=project.root,
                               name="tandem-replay-real") as client:
@@ -278,20 +279,23 @@ async def type_project(server_cmd: list[str], project: Project, bodies: list[Bod
                 text_document=types.TextDocumentIdentifier(uri=uri)))
         stats = await server_stats(client)
         peak = peak_rss_mb(client._server.pid, stats)
-    return out, stats, peak
+        was_running = engine_was_running(client._server.pid, stats)
+    return out, stats, peak, was_running
 
 
 async def run_real(projects: list[Project], bodies: list[Body], server_cmd: list[str], options: dict | None,
                    cps: float = CPS, wait_s: float = WAIT_S, log=print) -> dict:
-    sessions, peaks, servers = [], [], {}
+    sessions, peaks, servers, running = [], [], {}, []
     for p in projects:
         mine = [b for b in bodies if b.project == p.name]
         if not mine:
             continue
         log(f"{p.name}: {len(mine)} bodies")
-        done, stats, peak = await type_project(server_cmd, p, mine, options, cps, wait_s, log)
+        done, stats, peak, was_running = await type_project(server_cmd, p, mine, options, cps, wait_s, log)
         sessions += done
         peaks.append(peak)
+        if was_running:   # an earlier project's server (engines stay up for engineIdleMinutes) or another window's
+            running.append(p.name)
         # the day's speed (generation tokens a second) and where the answers came from, as the server counts them
         servers[p.name] = {k: stats.get(k) for k in ("tok_s", "by_source", "suggestions", "latency_ms")}
     total, by_lang = Tally(), {}
@@ -301,7 +305,8 @@ async def run_real(projects: list[Project], bodies: list[Body], server_cmd: list
         by_lang.setdefault(s["body"]["language"], Tally()).add(t)
     return {"cps": cps, "wait_s": wait_s, "options": options or {}, "total": figures(total),
             "by_language": {k: figures(v) for k, v in sorted(by_lang.items())},
-            "peak_rss_mb": max((p for p in peaks if p), default=None), "servers": servers, "sessions": sessions}
+            "peak_rss_mb": max((p for p in peaks if p), default=None), "engine_was_running": running,
+            "servers": servers, "sessions": sessions}
 
 
 def print_real(r: dict, out=sys.stdout) -> None:
@@ -320,6 +325,12 @@ def print_real(r: dict, out=sys.stdout) -> None:
               f"{f['line_starts_answered']:6d} {f['line_starts_right']:6d} {ms(f['line_start_p50_ms']):>9}", file=out)
     print("  (in time: answered before the next key, line starts apart; right: its first line exactly what came "
           "next; p50: line starts, an unanswered one counted slower than any)", file=out)
+    if r.get("peak_rss_mb"):
+        running = r.get("engine_was_running") or []
+        where = (f" (the shared engine was already running for {', '.join(running)}: its size at the end there)"
+                 if running else "")
+        print(f"peak RSS {r['peak_rss_mb']:,.0f} MB, the largest of the projects' servers with their "
+              f"engine{where}", file=out)
 
 
 def cli(args) -> dict:
