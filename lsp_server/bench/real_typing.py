@@ -34,7 +34,7 @@ from ..context.syntax import parse
 from .real import load_projects
 from .real_corpus import Project
 from .real_holes import BODIES, MAX_LINES, MIN_LINES, block_bodies, body_text, cut_lines, read_source
-from .replay import Counts, Replayer, engine_was_running, next_key, peak_rss_mb, running_server, server_stats
+from .replay import Counts, Replayer, engine_running_note, engine_was_running, next_key, peak_rss_mb, running_server, server_stats
 
 CPS = 6.0           # characters a second
 WAIT_S = 3.0        # at a line start, the longest wait for ghost text
@@ -327,10 +327,8 @@ def print_real(r: dict, out=sys.stdout) -> None:
           "next; p50: line starts, an unanswered one counted slower than any)", file=out)
     if r.get("peak_rss_mb"):
         running = r.get("engine_was_running") or []
-        where = (f" (the shared engine was already running for {', '.join(running)}: its size at the end there)"
-                 if running else "")
-        print(f"peak RSS {r['peak_rss_mb']:,.0f} MB, the largest of the projects' servers with their "
-              f"engine{where}", file=out)
+        print(f"peak RSS {r['peak_rss_mb']:,.0f} MB, the largest of the projects' servers with their engine"
+              + engine_running_note(bool(running), f" for {', '.join(running)}"), file=out)
 
 
 def cli(args) -> dict:

@@ -174,6 +174,12 @@ def engine_was_running(server_pid: int, stats: dict) -> bool:
     return bool(host) and started_before(host, server_pid)
 
 
+def engine_running_note(running: bool, where: str = "") -> str:
+    """What a report adds to its peak RSS where the shared engine was already running (peak_rss_mb then counts
+    the engine's size at the end)."""
+    return f" (the shared engine was already running{where}: its size at the end)" if running else ""
+
+
 def peak_rss_mb(server_pid: int, stats: dict) -> float | None:
     """The peak resident size of the server and, with the shared engine (stats' backend.shared_engine), of the
     engine process that holds its models: what this editor window costs in memory, models included. Where the
@@ -496,7 +502,7 @@ def print_report(r: dict, out=sys.stdout) -> None:
           f"{mark(frac is not None and frac <= TARGETS['evaluated_fraction'])}", file=out)
     print(f"  tokens generated {tok['generated']}, thrown away {tok['thrown_away']} "
           f"({pct(tok['thrown_away_fraction'])})", file=out)
-    running = " (the shared engine was already running: its size at the end)" if r.get("engine_was_running") else ""
+    running = engine_running_note(r.get("engine_was_running", False))
     print(f"  peak RSS of the server and its engine process: {rss:,.0f} MB{running}   target <= {TARGETS['rss_mb']:,} MB: "
           f"{mark(rss is not None and rss <= TARGETS['rss_mb'])}" if rss else "  peak RSS: unknown", file=out)
 

@@ -24,8 +24,8 @@ from pygls.exceptions import JsonRpcException
 
 from ..service.stats import percentile
 from .fixtures import find_fixture
-from .replay import (Counts, Replayer, Typist, engine_was_running, peak_rss_mb, position, replace_range,
-                     running_server, server_stats)
+from .replay import (Counts, Replayer, Typist, engine_running_note, engine_was_running, peak_rss_mb, position,
+                     replace_range, running_server, server_stats)
 
 THINK_S = 1.0     # finding the spot after a jump, a switch or an open, before editing
 PAUSE_S = 1.0     # after emptying the line, before asking (the measurement)
@@ -240,7 +240,7 @@ def print_report(r: dict, out=sys.stdout) -> None:
               file=out)
     kv = r.get("kv_store") or {}
     t = kv.get("target") or {}
-    running = " (the shared engine was already running: its size at the end)" if r.get("engine_was_running") else ""
+    running = engine_running_note(r.get("engine_was_running", False))
     print(f"peak RSS {ms(r['peak_rss_mb'])} MB{running} (target <= {TARGETS['rss_mb']:,}); KV store: "
           f"{(kv.get('bytes') or 0) / 2**20:,.0f} MiB held at the end, peak {r['kv_bytes_peak'] / 2**20:,.0f} MiB, "
           f"budget {(kv.get('budget_bytes') or 0) / 2**20:,.0f} MiB; {t.get('entries', 0)} states, "
