@@ -106,6 +106,27 @@ def test_a_stale_cost_curve_follows_the_machine():
     assert c.target(1) == pytest.approx(CPU.batch_s[1], rel=0.1)
 
 
+def test_a_slow_minute_does_not_make_an_unloaded_draft_model_look_worth_loading():
+    # the calibration's shape here, T(1) 76 ms, a draft token 48 ms: even 95 % accepted drafts would decode at
+    # 0.98x plain, so the draft model is unloaded, and its cost is not measured while it is
+    costs = CostModel({1: 0.076, 2: 0.118, 4: 0.143, 6: 0.196, 8: 0.241, 12: 0.292, 16: 0.292}, draft_token_s=0.048)
+    c = Controller(costs, AcceptanceStats())
+    ratio = c.model_best_rate() / c.plain_rate()
+    assert not c.model_can_pay()
+    for _ in range(40):   # the machine slows (another job): target tokens now take 100 ms
+        costs.observe_target(1, 0.100)
+    assert costs.target(1) == pytest.approx(0.100, rel=0.03)
+    assert costs.draft() == pytest.approx(0.048 * 0.100 / 0.076, rel=0.03)   # the draft's cost moved with it
+    assert c.model_best_rate() / c.plain_rate() == pytest.approx(ratio, rel=0.03)   # T(1)'s shape moves a little
+    assert not c.model_can_pay()
+    # what it read before, the draft's cost left at 48 ms against the slow target: 1.12x, worth loading (and
+    # unloaded again once measured: here every 10-20 minutes, 2026-12-04/05)
+    stale = CostModel({n: costs.target(n) for n in costs.batch_s}, draft_token_s=0.048)
+    assert Controller(stale, AcceptanceStats()).model_can_pay()
+    costs.observe_draft(0.050)   # measured again once loaded: taken in the units of the target's speed now
+    assert costs.draft() == pytest.approx(0.9 * 0.048 * 0.100 / 0.076 + 0.1 * 0.050, rel=0.03)
+
+
 def test_acceptance_persists(tmp_path):
     path = tmp_path / "acc.json"
     s = AcceptanceStats(path)

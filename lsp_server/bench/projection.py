@@ -144,7 +144,7 @@ class CostCurve:
     @classmethod
     def of_engine(cls, costs: CostModel, name: str = "this machine") -> "CostCurve":
         """The engine's own curve (calibrated here, kept current by the run's steps)."""
-        return cls(name, {n: costs.target(n) for n in sorted(costs.batch_s)}, costs.draft_token_s,
+        return cls(name, {n: costs.target(n) for n in sorted(costs.batch_s)}, costs.draft(),
                    machine=platform.node())
 
 

@@ -295,5 +295,5 @@ def _print_table(rows, memory, with_model, seconds, engine, with_llama=False) ->
         return
     print(f"measured costs: T(1)={c.target(1) * 1e3:.0f}ms T(2)={c.target(2) * 1e3:.0f}ms "
           f"T(4)={c.target(4) * 1e3:.0f}ms T(8)={c.target(8) * 1e3:.0f}ms T(16)={c.target(16) * 1e3:.0f}ms"
-          + (f", draft token {c.draft_token_s * 1e3:.0f}ms" if c.draft_token_s else "")
+          + (f", draft token {c.draft() * 1e3:.0f}ms" if c.draft_token_s else "")
           + f"; bench took {seconds:.0f}s")

@@ -132,7 +132,7 @@ class Controller:
 
     def model_best_rate(self) -> float:
         """The rate the draft model would reach if nearly all its tokens were accepted (0: no draft model)."""
-        c = self.costs.draft_token_s
+        c = self.costs.draft()
         if c is None or self.draft_max == 0:
             return 0.0
         rates = self.rate_curve([BEST_MODEL_ACCEPTANCE] * self.draft_max, c)
@@ -146,7 +146,7 @@ class Controller:
         """After each draft-model token: is one more likely to raise the expected rate?"""
         if len(draft.tokens) >= self.draft_max:
             return False
-        c = self.costs.draft_token_s or 0.0
+        c = self.costs.draft() or 0.0
         probs = [self.stats.estimate(lang, draft.drafter, b, i) for i, b in enumerate(draft.buckets, 1)]
         now = self.rate_curve(probs, c)[-1]
         # assume the next token is as likely as the last one

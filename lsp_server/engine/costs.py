@@ -25,7 +25,11 @@ class CostModel:
     """T(n) = scale * shape(n): the shape of the curve comes from calibration, the scale follows the
     machine's current speed, so a size that is rarely tried does not keep a stale cost."""
     batch_s: dict[int, float] = field(default_factory=dict)   # shape: seconds for a batch of n, as measured
-    draft_token_s: float | None = None                       # seconds for one draft-model token
+    # seconds for one draft-model token at the curve's scale 1 (draft() is its cost now): it moves with the
+    # machine's speed as the target's does, so that a draft model unloaded in a fast minute is not judged, in a
+    # slow one, by its stale fast cost against the target's slow one (it was loaded and unloaded again every
+    # 10-20 minutes here, on noise: the decision is the ratio of the two, which the machine's load hardly moves)
+    draft_token_s: float | None = None
     scale: float = 1.0
 
     def _shape(self, n: int) -> float:
@@ -43,6 +47,9 @@ class CostModel:
     def target(self, n: int) -> float:
         return self.scale * self._shape(n)
 
+    def draft(self) -> float | None:
+        return None if self.draft_token_s is None else self.scale * self.draft_token_s
+
     def observe_target(self, n: int, seconds: float) -> None:
         shape = self._shape(n)
         self.scale += SCALE_EMA * (seconds / shape - self.scale)
@@ -50,8 +57,8 @@ class CostModel:
         self._keep_monotone()
 
     def observe_draft(self, seconds_per_token: float) -> None:
-        old = self.draft_token_s
-        self.draft_token_s = seconds_per_token if old is None else (1 - SCALE_EMA) * old + SCALE_EMA * seconds_per_token
+        old, now = self.draft_token_s, seconds_per_token / self.scale
+        self.draft_token_s = now if old is None else (1 - SCALE_EMA) * old + SCALE_EMA * now
 
     def _keep_monotone(self) -> None:
         # a noisy sample must not make a bigger batch look cheaper than a smaller one
@@ -67,7 +74,7 @@ class CostModel:
 
     def to_json(self) -> dict:
         return {"batch_s": {str(k): self.target(k) for k in sorted(self.batch_s)},
-                "draft_token_s": self.draft_token_s}
+                "draft_token_s": self.draft()}
 
     @classmethod
     def from_json(cls, d: dict) -> "CostModel":

@@ -133,7 +133,7 @@ class Engine:
             return "its cost was not measured"
         best = self.controller.model_best_rate() * c.target(1)
         can = self.controller.model_can_pay()
-        return (f"a draft token costs {c.draft_token_s * 1e3:.0f} ms, one target token {c.target(1) * 1e3:.0f} ms "
+        return (f"a draft token costs {c.draft() * 1e3:.0f} ms, one target token {c.target(1) * 1e3:.0f} ms "
                 f"and a batch of 4 {c.target(4) * 1e3:.0f} ms here, so even {BEST_MODEL_ACCEPTANCE:.0%} accepted "
                 f"drafts would decode at {best:.2f}x plain decoding: it "
                 + ("can pay, and is used where it does" if can else
