@@ -121,8 +121,11 @@ def test_a_slow_minute_does_not_make_an_unloaded_draft_model_look_worth_loading(
     assert not c.model_can_pay()
     # what it read before, the draft's cost left at 48 ms against the slow target: 1.12x, worth loading (and
     # unloaded again once measured: here every 10-20 minutes, 2026-12-04/05)
-    stale = CostModel({n: costs.target(n) for n in costs.batch_s}, draft_token_s=0.048)
-    assert Controller(stale, AcceptanceStats()).model_can_pay()
+    stale = Controller(CostModel({n: costs.target(n) for n in costs.batch_s}, draft_token_s=0.048), AcceptanceStats())
+    assert stale.model_can_pay()
+    # and a best case of 1.12x is not worth loading it again (RELOAD_MARGIN): the batches' costs drift too
+    assert not stale.model_worth_loading()
+    assert Controller(GPU, AcceptanceStats()).model_worth_loading()
     costs.observe_draft(0.050)   # measured again once loaded: taken in the units of the target's speed now
     assert costs.draft() == pytest.approx(0.9 * 0.048 * 0.100 / 0.076 + 0.1 * 0.050, rel=0.03)
 

@@ -13,6 +13,12 @@ from .drafters.base import Draft
 MARGIN = 0.10
 # the most a draft-model token could be worth: used to decide whether running the draft model can pay at all
 BEST_MODEL_ACCEPTANCE = 0.95
+# an unloaded draft model is loaded again only where even its best case beats plain decoding by this much: the
+# costs of the batch sizes that are never tried drift from their calibration (plain steps are measured deep in
+# real prompts, the batches' shape stays as calibrated at 192 tokens), and on this CPU a best case of 1.11-1.12x
+# came and went with them, loading and unloading the draft every 10-20 minutes (2026-12-04/05); a machine where
+# it pays (a GPU: 3x and more) is far above
+RELOAD_MARGIN = 0.25
 # how many questions a drafter's ceiling answers before it is worked out again from the current costs
 CEILING_CALLS = 500
 # what trying little-known drafts may cost, net, as a fraction of the time spent generating: where a wider
@@ -141,6 +147,10 @@ class Controller:
     def model_can_pay(self, than: float | None = None) -> bool:
         """Could the draft model beat `than` (default: plain decoding) even at its best?"""
         return self.model_best_rate() > (than or self.plain_rate()) * (1 + MARGIN)
+
+    def model_worth_loading(self) -> bool:
+        """Is an unloaded draft model worth loading again: its best case clearly above plain decoding?"""
+        return self.model_best_rate() > self.plain_rate() * (1 + RELOAD_MARGIN)
 
     def keep_drafting(self, lang: str, draft: Draft) -> bool:
         """After each draft-model token: is one more likely to raise the expected rate?"""

@@ -144,7 +144,7 @@ class Engine:
         """Load an unloaded draft model again once the measured costs say it could pay (a GPU that became
         free, a machine less loaded), and unload it again (`draftResident` auto) once they say it cannot even
         match plain decoding: measured costs drift while another job loads the CPU, and the gap between the
-        two thresholds (MARGIN) keeps it from going back and forth. Called on the model thread; checked once a
+        two thresholds (RELOAD_MARGIN) keeps it from going back and forth. Called on the model thread; checked once a
         minute at most. True when it was loaded or unloaded."""
         now = time.monotonic()
         if self._draft_path is None or now - self._draft_checked < DRAFT_RECHECK_S:
@@ -158,7 +158,7 @@ class Engine:
                 self._set_draft(None, "unloaded again")
             self.log(f"draft model {self._draft_path} unloaded again: the measured costs say it cannot pay")
             return True
-        if not self.controller.model_can_pay():
+        if not self.controller.model_worth_loading():
             return False
         with self.lock:
             draft = self._load_draft(self.cfg, self.cfg.threads(), self._draft_path)
