@@ -85,3 +85,30 @@ def test_the_draft_decision_is_read_with_the_residency_not_kept_from_the_connect
     assert client.draft is None and client.draft_decision == "unloaded again: it cannot pay"
     client._summary = {}   # the engine process did not answer: what the connection said
     assert client.draft is True and client.draft_decision == "reloaded: it can pay"
+
+
+def test_a_benchmark_gets_an_engine_of_its_own_and_stops_it(monkeypatch):
+    """`tandem replay | visits | eval real` (bench/own_engine.py): the servers a run starts find the engine in a
+    fresh runtime folder, not the user's (whose KV store holds what earlier runs evaluated); at the end that
+    engine is stopped, the folder removed and the user's folder is the runtime folder again."""
+    from lsp_server.bench.own_engine import own_engine
+    user = tempfile.mkdtemp(prefix="rt", dir="/tmp")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", user)
+    cfg = EngineConfig(target_path=os.path.join(user, "t.gguf"), stats_path="")
+    users_engine = socket_path(cfg)
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        with own_engine() as folder:
+            path = socket_path(cfg)
+            assert os.environ["XDG_RUNTIME_DIR"] == folder and path != users_engine
+            assert path.startswith(os.path.join(folder, "tandem"))
+            served = _serve_info(path, child.pid)   # the run's servers started an engine there
+        assert child.wait(timeout=10) != 0   # stopped at the end (SIGTERM)
+        served.join(timeout=10)
+        assert not os.path.exists(folder) and os.environ["XDG_RUNTIME_DIR"] == user
+        assert socket_path(cfg) == users_engine
+        with own_engine(enabled=False) as none:   # --shared-engine: the user's
+            assert none is None and socket_path(cfg) == users_engine
+    finally:
+        child.kill()
+        shutil.rmtree(user, ignore_errors=True)

@@ -146,18 +146,29 @@ def cmd_engine(args) -> None:
     serve(cfg, args.socket, args.idle_exit)
 
 
+def add_own_engine_argument(parser) -> None:
+    parser.add_argument("--shared-engine", action="store_true",
+                        help="the servers use this user's running shared engine (its KV store holds what earlier "
+                             "runs evaluated: a second run finds the first one's pages cached); default: an engine "
+                             "of this run's own, started fresh and stopped at the end (bench/own_engine.py)")
+
+
 def cmd_replay(args) -> None:
+    from ..bench.own_engine import own_engine
     from ..bench.replay import run_replay
     try:
-        run_replay(args)
+        with own_engine(not args.shared_engine):
+            run_replay(args)
     except (FileNotFoundError, RuntimeError, ValueError, OSError) as e:
         _die(str(e), 1)
 
 
 def cmd_visits(args) -> None:
+    from ..bench.own_engine import own_engine
     from ..bench.visits import cli
     try:
-        cli(args)
+        with own_engine(not args.shared_engine):
+            cli(args)
     except (FileNotFoundError, RuntimeError, ValueError) as e:
         _die(str(e), 1)
 
@@ -244,8 +255,10 @@ def cmd_eval(args) -> None:
         from ..bench.safim import cli_main as run_safim
         return run_safim(args, _load_engine, _die)
     if args.suite == "real":
+        from ..bench.own_engine import own_engine
         from ..bench.real import cli_main as run_real
-        return run_real(args, _load_engine, _die)
+        with own_engine(not args.shared_engine):
+            return run_real(args, _load_engine, _die)
     from ..bench.humaneval import load_tasks, default_data, run_eval
     try:
         load_tasks(args.data or default_data())   # a bad data file fails before the models load
@@ -295,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--limit-chars", type=int, help="type at most this many characters per session")
     r.add_argument("--options", help="initializationOptions for the server, as JSON")
     r.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    add_own_engine_argument(r)
     g = r.add_argument_group("typing in real projects' files (instead of the sessions)")
     g.add_argument("--real", type=int, metavar="N",
                    help="type N function bodies of 3-12 lines drawn from `tandem eval real`'s pinned projects, as a "
@@ -320,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--no-cursor", action="store_true",
                    help="a plain LSP client: no tandem/didMoveCursor when the cursor lands somewhere")
     v.add_argument("--json", metavar="PATH", help="write the figures and every visit as JSON")
+    add_own_engine_argument(v)
     v.set_defaults(func=cmd_visits)
 
     q = sub.add_parser("kv-bench", help="RAM snapshots of KV states against one unified llama.cpp cache, measured")
@@ -396,6 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("suite", choices=("humaneval", "safim", "real"),
                    help="humaneval: HumanEval infilling; safim: SAFIM blocks, control flow and API calls (tests run); "
                         "real: holes cut in real projects' files (exact match, edit similarity, parses)")
+    add_own_engine_argument(e)   # (real: its server variants)
     e.add_argument("--half", choices=("tune", "confirm", "all"), default="all",
                    help="the development data's half, split by problem or project: tune on one, confirm on the other")
     e.add_argument("--data", metavar="PATH", help="a JSONL file of tasks, gzip or not (default: "
