@@ -101,7 +101,8 @@ def test_two_places_like_the_cursor_are_both_shown_once_in_the_file_order():
     assert found[0].start + found[0].text.count("\n") < found[1].start   # no line twice
 
 
-def test_the_setting_gives_the_fast_prompt_its_room_and_is_off_by_default():
+def test_the_setting_gives_the_fast_prompt_its_room_and_96_by_default():
     from lsp_server.service.settings import Settings
-    assert Settings().prompt_budget().similar_tokens == 0
+    assert Settings().prompt_budget().similar_tokens == 96
+    assert Settings().merged({"fastSimilarTokens": 0}).prompt_budget().similar_tokens == 0
     assert Settings().merged({"fastSimilarTokens": 96}).prompt_budget().similar_tokens == 96

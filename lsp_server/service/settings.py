@@ -112,7 +112,12 @@ class Settings:
     # longer fast prompts are not evaluated by the time the request comes on this CPU. Off here; for machines
     # where prompts evaluate fast
     fast_below_tokens: int = 0
-    fast_similar_tokens: int = 0
+    # lines from elsewhere in the file like those above the cursor, in the fast prompt's head (context/similar.py):
+    # the model alone copies the file's own patterns from there. At an editor's pace, since a one-line answer
+    # waits for its line's end (earlyLineMs), 96 gained 23 -> 30 of 90 first lines on the tune half and 30 -> 36
+    # of 120 on the confirm half (the page: 39), 5 -> 9 of 27 in tandem visits, for 0.4-0.8 s more at p50 before the
+    # first ghost text at a new place on this CPU (docs/quality.md)
+    fast_similar_tokens: int = 96
 
     MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu_layers", "gpu_layers_draft", "drafters",
                   "engine", "engine_idle_minutes",
