@@ -27,8 +27,8 @@ class CostModel:
     batch_s: dict[int, float] = field(default_factory=dict)   # shape: seconds for a batch of n, as measured
     # seconds for one draft-model token at the curve's scale 1 (draft() is its cost now): it moves with the
     # machine's speed as the target's does, so that a draft model unloaded in a fast minute is not judged, in a
-    # slow one, by its stale fast cost against the target's slow one (it was loaded and unloaded again every
-    # 10-20 minutes here, on noise: the decision is the ratio of the two, which the machine's load hardly moves)
+    # slow one, by its stale fast cost against the target's slow one (the decision is the ratio of the two, which
+    # the machine's load hardly moves; the other cause of the loads and unloads seen here: controller.RELOAD_MARGIN)
     draft_token_s: float | None = None
     scale: float = 1.0
 
