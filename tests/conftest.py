@@ -1,4 +1,3 @@
-import os
 import sys
 from pathlib import Path
 
@@ -9,20 +8,12 @@ FIXTURES = ROOT / "fixtures"
 
 
 @pytest.fixture(scope="session", autouse=True)
-def engine_runtime(tmp_path_factory):
+def engine_runtime():
     """The shared engine processes that the tests' servers start live in a folder of this session's and are
-    stopped at its end (a user's exits after engineIdleMinutes without a window)."""
-    from lsp_server.engine.shared.client import stop_all
-    folder = tmp_path_factory.mktemp("runtime")
-    before = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = str(folder)
-    yield folder
-    if (folder / "tandem").is_dir():
-        stop_all(str(folder / "tandem"))
-    if before is None:
-        os.environ.pop("XDG_RUNTIME_DIR", None)
-    else:
-        os.environ["XDG_RUNTIME_DIR"] = before
+    stopped at its end (a user's exits after engineIdleMinutes without a window), as a benchmark's do."""
+    from lsp_server.bench.own_engine import own_engine
+    with own_engine() as folder:
+        yield Path(folder)
 
 
 @pytest.fixture(scope="session")

@@ -106,6 +106,10 @@ def test_a_short_run_with_the_real_model(tmp_path):
     bad = subprocess.run(tandem_cmd() + ["eval", "humaneval", "--data", str(tmp_path / "none.jsonl")], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cannot read" in bad.stderr
+    # only `eval real` starts servers: --shared-engine elsewhere is a mistake said at once, before any model loads
+    shared = subprocess.run(tandem_cmd() + ["eval", "safim", "--shared-engine"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert shared.returncode == 2 and "only `tandem eval real`" in shared.stderr, shared.stderr
 
 
 @pytest.mark.models

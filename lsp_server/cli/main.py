@@ -146,9 +146,9 @@ def cmd_engine(args) -> None:
     serve(cfg, args.socket, args.idle_exit)
 
 
-def add_own_engine_argument(parser) -> None:
+def add_own_engine_argument(parser, only: str = "") -> None:
     parser.add_argument("--shared-engine", action="store_true",
-                        help="the servers use this user's running shared engine (its KV store holds what earlier "
+                        help=only + "the servers use this user's running shared engine (its KV store holds what earlier "
                              "runs evaluated: a second run finds the first one's pages cached); default: an engine "
                              "of this run's own, started fresh and stopped at the end (bench/own_engine.py)")
 
@@ -251,6 +251,9 @@ def _bench_remote(args, run_bench) -> None:
 
 
 def cmd_eval(args) -> None:
+    if args.shared_engine and args.suite != "real":
+        _die(f"--shared-engine: `tandem eval {args.suite}` starts no servers (it runs the pipeline in this process); "
+             "only `tandem eval real` does, for its server variants", 2)
     if args.suite == "safim":
         from ..bench.safim import cli_main as run_safim
         return run_safim(args, _load_engine, _die)
@@ -411,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("suite", choices=("humaneval", "safim", "real"),
                    help="humaneval: HumanEval infilling; safim: SAFIM blocks, control flow and API calls (tests run); "
                         "real: holes cut in real projects' files (exact match, edit similarity, parses)")
-    add_own_engine_argument(e)   # (real: its server variants)
+    add_own_engine_argument(e, "real only: ")
     e.add_argument("--half", choices=("tune", "confirm", "all"), default="all",
                    help="the development data's half, split by problem or project: tune on one, confirm on the other")
     e.add_argument("--data", metavar="PATH", help="a JSONL file of tasks, gzip or not (default: "
