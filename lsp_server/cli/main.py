@@ -148,9 +148,9 @@ def cmd_engine(args) -> None:
 
 def add_own_engine_argument(parser, only: str = "") -> None:
     parser.add_argument("--shared-engine", action="store_true",
-                        help=only + "the servers use this user's running shared engine (its KV store holds what earlier "
-                             "runs evaluated: a second run finds the first one's pages cached); default: an engine "
-                             "of this run's own, started fresh and stopped at the end (bench/own_engine.py)")
+                        help=only + "the servers use this user's running shared engine (its KV store holds what "
+                             "earlier runs evaluated: a second run finds the first one's pages cached); default: an "
+                             "engine of this run's own, started fresh and stopped at the end (bench/own_engine.py)")
 
 
 def cmd_replay(args) -> None:
