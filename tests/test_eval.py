@@ -83,6 +83,15 @@ def test_the_sandbox_scores_code_by_running_it():
     assert box.run("open('scratch.txt', 'w').write('1')\n").passed   # its own folder, which goes away
 
 
+def test_shared_engine_is_refused_where_no_server_starts_before_any_model_loads():
+    """Only `eval real` starts servers: --shared-engine with another suite is a mistake, said at once (no model is
+    cached where the fast tier runs this, so a load would fail otherwise)."""
+    for suite in ("safim", "humaneval"):
+        shared = subprocess.run(tandem_cmd() + ["eval", suite, "--shared-engine"], cwd=ROOT,
+                                capture_output=True, text=True, timeout=60)
+        assert shared.returncode == 2 and "only `tandem eval real`" in shared.stderr, shared.stderr
+
+
 @pytest.mark.models
 def test_a_short_run_with_the_real_model(tmp_path):
     out = tmp_path / "eval.json"
@@ -106,10 +115,6 @@ def test_a_short_run_with_the_real_model(tmp_path):
     bad = subprocess.run(tandem_cmd() + ["eval", "humaneval", "--data", str(tmp_path / "none.jsonl")], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cannot read" in bad.stderr
-    # only `eval real` starts servers: --shared-engine elsewhere is a mistake said at once, before any model loads
-    shared = subprocess.run(tandem_cmd() + ["eval", "safim", "--shared-engine"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=60)
-    assert shared.returncode == 2 and "only `tandem eval real`" in shared.stderr, shared.stderr
 
 
 @pytest.mark.models
