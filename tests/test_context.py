@@ -183,6 +183,24 @@ def test_names_the_code_below_needs_and_nothing_above_binds():
     assert needs("", "\nprint(undefined_name)\n") == set()
 
 
+def test_text_and_broken_parses_need_no_names():
+    # attrs' _make.py typed in order (tandem replay --real): a docstring whose closing quotes are not written
+    # yet is a string up to the next function's docstring, whose prose then parses as code: `Add`, `Return`
+    # were names to bind, so the suffix stretched to 192 tokens and was evaluated again at every keystroke
+    nxt = '\n\ndef _make_ne():\n    """\n    Add equality methods to *cls* with *attrs*.\n    Return it.\n    """\n' \
+          '    return __ne__\n'
+    assert needs('def _add_eq(cls, attrs=None):\n    """\n    Add equal', nxt) == set()
+    assert needs('def _add_eq(cls, attrs=None):\n    """', nxt) == set()
+    # in a comment, at its end too
+    assert needs("def f(lst):\n    # sort them", "\n    return res\n") == set()
+    assert needs("def f(lst):\n    x = 1  # sor", "t\n    return res\n") == set()
+    # ...but right after a closed string the hole is code again
+    assert needs('def f(lst):\n    """Doc."""\n    ', "\n    return res\n") == {"res"}
+    # a bracket left open stretches the function over the next one: its names are not this hole's
+    assert needs("def f(lst):\n    x = g(lst,\n    ", "\n    return res\n\ndef g(a, b):\n    return other(a)\n") \
+        == {"res"}   # not a, b, g, other
+
+
 def test_names_a_line_binds():
     from lsp_server.context.names import bound_names
     assert bound_names("    res, (a, *b) = [], (1, 2)\n    for i in x:\n", "python") == {"res", "a", "b", "i"}

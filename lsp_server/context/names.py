@@ -109,6 +109,37 @@ def bound_names(text: str, language: str) -> frozenset[str]:
     return frozenset(names)
 
 
+def _in_text(tree: Tree, cursor_byte: int) -> bool:
+    """Whether the cursor stands in a string or a comment: text there binds nothing. A docstring being typed
+    (its closing quotes not yet written) is a string to the next one's opening quotes, whose text then parses as
+    code (`Add`, `Return`: names no hole binds)."""
+    for at in {cursor_byte, max(cursor_byte - 1, 0)}:   # a comment at the end of its line ends at the cursor
+        n = tree.root_node.descendant_for_byte_range(at, at)
+        while n is not None:
+            if (n.type == "comment" and n.start_byte < cursor_byte) or \
+                    (n.type == "string" and n.start_byte < cursor_byte < n.end_byte):
+                return True
+            n = n.parent
+    return False
+
+
+def _dedent_after(tree: Tree, func: Node, cursor_byte: int) -> int:
+    """Where the function ends by its indentation: the first line with text below the cursor's that is indented
+    no deeper than its `def`. A broken parse (a bracket or string left open) may stretch the function's node
+    over the functions after it."""
+    source = tree.root_node.text
+    indent = func.start_point[1]
+    at = source.find(b"\n", cursor_byte)
+    while at >= 0:
+        start = at + 1
+        nxt = source.find(b"\n", start)
+        line = source[start:] if nxt < 0 else source[start:nxt]
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            return start
+        at = nxt
+    return len(source)
+
+
 def needed_names(tree: Tree | None, cursor_byte: int, language: str) -> frozenset[str]:
     """Names the cursor's function uses below the cursor before (or without) binding them there, which
     nothing above the cursor and nothing outside the function binds. Empty outside a function."""
@@ -117,14 +148,15 @@ def needed_names(tree: Tree | None, cursor_byte: int, language: str) -> frozense
     func = tree.root_node.descendant_for_byte_range(cursor_byte, cursor_byte)
     while func is not None and func.type != "function_definition":
         func = func.parent
-    if func is None:
+    if func is None or _in_text(tree, cursor_byte):
         return frozenset()
+    end = func.end_byte if not func.has_error else min(func.end_byte, _dedent_after(tree, func, cursor_byte))
     bound: set[str] = set()
     later: dict[str, int] = {}     # names the function binds below the cursor: where first
     uses: dict[str, int] = {}      # names it reads below the cursor: where first
     for n in _identifiers(tree.root_node):
         name = n.text.decode("utf-8", "replace")
-        inside = func.start_byte <= n.start_byte < func.end_byte and n.start_byte >= cursor_byte
+        inside = func.start_byte <= n.start_byte < end and n.start_byte >= cursor_byte
         if _binds(n):
             if inside:
                 at = _bound_at(n)
