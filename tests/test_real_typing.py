@@ -169,6 +169,8 @@ def test_a_short_typing_session_against_the_real_server(tmp_path):
     # the window's memory, models included, and whether the engine came from before this run (tests share one)
     assert r["peak_rss_mb"] > 300 and f"peak RSS {r['peak_rss_mb']:,.0f} MB" in p.stdout
     assert r["engine_was_running"] in ([], ["httpx"])
+    # the server took the cursor's move to the body (it fills the place while the typist finds it)
+    assert r["servers"]["httpx"]["cursor_moves"] == 1
     assert ("already running for httpx" in p.stdout) == bool(r["engine_was_running"])
 
 

@@ -264,8 +264,9 @@ async def type_project(server_cmd: list[str], project: Project, bodies: list[Bod
             uri = path.resolve().as_uri()
             client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
                 uri=uri, language_id=b.language, version=1, text=text)))
+            # as Tandem's clients say it (docs/server.md): the fill prepares the place while the user finds it
             client.protocol.notify("tandem/didMoveCursor", {
-                "textDocument": {"uri": uri}, "position": {"line": b.line - 1, "character": len(b.indent)}})
+                "uri": uri, "position": {"line": b.line - 1, "character": len(b.indent)}})
             await asyncio.sleep(1.0)   # finding the place
             typist = CarefulTypist(replayer, cps, wait_s)
             t0 = time.perf_counter()
@@ -298,6 +299,7 @@ async def run_real(projects: list[Project], bodies: list[Body], server_cmd: list
             running.append(p.name)
         # the day's speed (generation tokens a second) and where the answers came from, as the server counts them
         servers[p.name] = {k: stats.get(k) for k in ("tok_s", "by_source", "suggestions", "latency_ms")}
+        servers[p.name]["cursor_moves"] = (stats.get("fill") or {}).get("cursor_moves")   # the moves it took
     total, by_lang = Tally(), {}
     for s in sessions:
         t = Tally(**s["tally"])
