@@ -17,23 +17,32 @@ from lsp_server.bench.real import load_projects
 from lsp_server.bench.real_typing import pick_bodies, print_real, run_real
 
 
+def seed_list(text: str) -> list[int]:
+    """`A-B` or `A,B,...`."""
+    try:
+        if "-" in text:
+            first, last = (int(x) for x in text.split("-"))
+            return list(range(first, last + 1))
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seeds are A-B or A,B,...: {text!r}") from None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("half", choices=("tune", "confirm"))
     ap.add_argument("out")
     ap.add_argument("--keys", help="comma-separated project/file:line keys")
     ap.add_argument("--draw", type=int, default=24, help="bodies per draw (--real N)")
-    ap.add_argument("--seeds", default="0-11", help="the draws' seeds: A-B or A,B,...")
+    ap.add_argument("--seeds", type=seed_list, default="0-11", help="the draws' seeds: A-B or A,B,...")
     ap.add_argument("--language")
     ap.add_argument("--containing", nargs="*", default=[], help="keep a body whose text holds one of these")
     a = ap.parse_args()
-    seeds = range(int(a.seeds.split("-")[0]), int(a.seeds.split("-")[1]) + 1) if "-" in a.seeds \
-        else [int(s) for s in a.seeds.split(",")]
     _, projects = load_projects(None, None, a.half, lambda m: print(m, file=sys.stderr))
     pool = {}
-    for seed in seeds:
+    for seed in a.seeds:
         for b in pick_bodies(projects, a.draw, seed):
-            pool.setdefault(f"{b.project}/{b.file}:{b.line}", b)
+            pool.setdefault(b.key, b)
     if a.keys:
         missing = [k for k in a.keys.split(",") if k not in pool]
         if missing:
@@ -44,10 +53,10 @@ def main() -> None:
                   and (not a.containing or any(c in b.typed for c in a.containing))]
     if not bodies:
         sys.exit("no body matches")
-    print(f"{len(bodies)} bodies: {', '.join(f'{b.project}/{b.file}:{b.line}' for b in bodies)}", file=sys.stderr)
+    print(f"{len(bodies)} bodies: {', '.join(b.key for b in bodies)}", file=sys.stderr)
     cmd = [sys.executable, "-m", "lsp_server.cli.main", "serve"]
     r = asyncio.run(run_real(projects, bodies, cmd, {}, log=lambda m: print(m, file=sys.stderr, flush=True)))
-    r.update(half=a.half, seeds=a.seeds, keys=[f"{b.project}/{b.file}:{b.line}" for b in bodies])
+    r.update(half=a.half, seeds=a.seeds, keys=[b.key for b in bodies])
     print_real(r)
     with open(a.out, "w") as f:
         json.dump(r, f, indent=1)
