@@ -279,3 +279,22 @@ async def test_a_screen_read_away_from_the_cursor_fills_its_page_and_a_click_the
     put_back(client, uri, text, 263, original)
     assert rec["source"] == "model", rec
     assert rec["prompt_tokens"] > 300 and rec["prompt_evaluated"] <= 120 + OPTIONS["suffixTokensAtRest"], rec
+
+
+async def test_a_cursor_move_is_taken_in_either_shape_and_a_bad_one_is_ignored(client: LanguageClient):
+    """tandem/didMoveCursor as Tandem's clients send it ({uri, position}) and as LSP's own notifications carry a
+    document ({textDocument: {uri}, position}: what `tandem replay` sent, unheard, until 2026-12-05); one without a
+    document, one at a position that is no position, and one for a document not open change nothing."""
+    path = REAL / "httpx_models.py"
+    uri, _ = open_doc(client, path, "def moved(a, b):\n    return a + b\n", uri=(REAL / "moved.py").as_uri())
+    before = (await stats(client))["fill"]["cursor_moves"]
+    at = {"line": 1, "character": 4}
+    for params in ({"uri": uri, "position": at}, {"textDocument": {"uri": uri}, "position": at},
+                   {"position": at}, {"uri": uri, "position": {"line": -1, "character": "x"}},
+                   {"textDocument": {"uri": uri + ".missing"}, "position": at}, ["not", "an", "object"]):
+        client.protocol.notify("tandem/didMoveCursor", params)
+    t0 = time.monotonic()
+    while (await stats(client))["fill"]["cursor_moves"] - before < 2 and time.monotonic() - t0 < 10:
+        await asyncio.sleep(0.1)
+    s = await idle(client)
+    assert s["fill"]["cursor_moves"] - before == 2, s["fill"]

@@ -122,6 +122,12 @@ def _field(obj, key: str):
     return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
 
 
+def _uri(params):
+    """A custom notification's document: `uri`, or LSP's usual `textDocument.uri`, which other clients' authors
+    write by habit (`tandem replay` did, unheard, until 2026-12-05)."""
+    return _field(params, "uri") or _field(_field(params, "textDocument"), "uri")
+
+
 def _numbers(*values) -> bool:
     """All are LSP line or character numbers: ints (not bools), not negative."""
     return all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values)
@@ -161,8 +167,9 @@ def register(server: TandemServer) -> None:
     @server.feature("tandem/didMoveCursor")
     def did_move_cursor(ls: TandemServer, params):
         """Where the cursor is, before any keystroke there (Tandem's VS Code and Neovim clients send it after
-        a move): the page around it fills while the user reads. A notification: bad params are ignored."""
-        uri, pos = _field(params, "uri"), _field(params, "position")
+        a move): the page around it fills while the user reads. `{uri, position}` (or `{textDocument: {uri},
+        position}`, see _uri). A notification: bad params are ignored."""
+        uri, pos = _uri(params), _field(params, "position")
         if not isinstance(uri, str) or uri not in ls.workspace.text_documents or uri in ls.refused:
             return
         line, char = _field(pos, "line"), _field(pos, "character")
@@ -182,7 +189,7 @@ def register(server: TandemServer) -> None:
         them after a scroll): recent code for the other documents' prompts, and where the cursor is
         not in them, the place the fill prepares (the middle of the largest range: the user reads there and may
         click there). A notification: bad params are ignored."""
-        uri, ranges = _field(params, "uri"), _field(params, "ranges")
+        uri, ranges = _uri(params), _field(params, "ranges")
         if not isinstance(uri, str) or uri not in ls.workspace.text_documents or not isinstance(ranges, list) \
                 or uri in ls.refused:
             return
