@@ -125,3 +125,45 @@ def test_the_fast_prompt_shows_the_code_below_in_its_head_and_keeps_it_while_the
     # the page's prompt is not changed by it
     assert head_of(build_prompt(CharTokenizer(), PromptParts(above, below, path="m.py"), budget).tokens) == \
         "<|repo_name|>workspace\n<|file_sep|>m.py\n"
+
+
+def test_long_lines_are_cut_and_everything_else_is_left_as_it_is():
+    from lsp_server.prompt.long_lines import LINE_CHARS, clip_long_lines
+    prefix, suffix = "def f(x):\n    return x\n\n", "\n\ndef g():\n    pass\n"
+    got = clip_long_lines(prefix, suffix)
+    assert got[0] is prefix and got[1] is suffix
+    blob = "A" * 10 + "x" * 3 * LINE_CHARS + "Z" * 10
+    p, s = clip_long_lines(f"data = '{blob}'\nvalue = '{blob}", f"{blob}'\n{blob}\nend\n")
+    assert p.count("\n") == 1 and s.count("\n") == 3                      # the lines stay where they were
+    assert all(len(l) <= LINE_CHARS for l in p.split("\n") + s.split("\n"))
+    assert p.startswith("data = 'AAAA") and p.split("\n")[0].endswith("ZZZ'")   # its start and its end
+    assert p.endswith("ZZZZ") and s.startswith("AAAA")                       # the cursor's nearest characters
+    assert s.endswith("ZZZ\nend\n")
+
+
+def test_a_line_of_megabytes_above_the_cursor_makes_a_prompt_of_a_page():
+    # a minified bundle: its line is the segment of the empty line below it, which a prompt takes whole
+    bundle = "".join(f"var f{i}=function(a,b){{return a*{i}+b}};" for i in range(60_000))
+    budget = PromptBudget(prefix_tokens=768, suffix_tokens=16, context_tokens=0)
+    p = build_prompt(CharTokenizer(), PromptParts(bundle + "\n", "\nmodule.exports = f1;\n"), budget)
+    assert len(p.tokens) <= 768 + 16 + 64, len(p.tokens)
+    assert p.tokens[p.tokens.index(-1) + 1:p.tokens.index(-2)][-3:] == [ord(c) for c in "};\n"]
+
+
+class CountingTokenizer(CharTokenizer):
+    def __init__(self):
+        self.chars = 0
+
+    def tokenize(self, text):
+        self.chars += len(text)
+        return super().tokenize(text)
+
+
+def test_a_long_suffix_is_cut_without_tokenizing_all_of_it():
+    from lsp_server.prompt.fim import _fit_suffix
+    rest = "".join(f"def fn_{i}(x):\n    return x + {i}\n\n" for i in range(40_000))   # 1.3 MB below
+    tok = CountingTokenizer()
+    toks, cut = _fit_suffix(tok, rest, 64)
+    assert cut and toks == CharTokenizer().tokenize(rest[:62])   # the whole lines within 64 tokens
+    assert tok.chars < 10_000, tok.chars
+    assert _fit_suffix(tok, "\n    pass\n", 64) == (CharTokenizer().tokenize("\n    pass\n"), False)

@@ -218,6 +218,21 @@ async def test_bad_input_gets_an_error_and_the_server_stays_up(client: LanguageC
     assert (await inline(client, uri, blank_cursor(text))).strip()
 
 
+async def test_a_line_of_megabytes_is_cut_to_fit_the_prompt(client: LanguageClient, tmp_path):
+    """A minified bundle (one line of 2.3 MB, under the file limit): the cursor after it, at its end and before
+    it gets an answer from a prompt of a page's size. It made a prompt of 1.2 million tokens (seven seconds of
+    tokenizing at every request, then an error that it does not fit the context)."""
+    line = "".join(f"var f{i}=function(a,b){{return a*{i}+b}};" for i in range(60_000))
+    for name, text, at in (("after.min.js", line + "\n", types.Position(line=1, character=0)),
+                           ("end.min.js", line, types.Position(line=0, character=len(line))),
+                           ("before.min.js", "\n" + line, types.Position(line=0, character=0))):
+        uri, _ = open_doc(client, tmp_path / name, text=text)
+        await inline(client, uri, at)   # an error would raise here
+        rec = (await stats(client, records=True))["records"][-1]
+        assert rec["source"] in ("model", "fast", "empty"), (name, rec)
+        assert rec["prompt_tokens"] <= 1500, (name, rec)
+
+
 async def test_a_file_the_user_excludes_gets_no_completion_until_the_setting_lets_it(client: LanguageClient,
                                                                                      tmp_path):
     """The exclude setting, changed while the file is open: the file is refused with one message, and answered

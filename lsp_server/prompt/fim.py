@@ -13,6 +13,7 @@ from array import array
 from dataclasses import dataclass, field, replace
 from typing import Callable, Protocol
 
+from .long_lines import PARTIAL_TOKENS, clip_long_lines
 from .pages import OUTLINE_SHARE, SMALL_PAGES, Page, SegmentTokens, Text, segment_cache
 
 
@@ -97,10 +98,19 @@ class Prompt:
         return hashlib.blake2b(array("i", self.tokens).tobytes(), digest_size=8).hexdigest()
 
 
+# code runs 3-4 characters a token: a suffix longer than this many characters a token of its budget is cut line by
+# line without tokenizing all of it (the rest of a large file, at every request near its top)
+SUFFIX_CHARS_PER_TOKEN = 16
+
+
 def _fit_suffix(tok: Tokenizer, suffix: str, budget: int) -> tuple[list[int], bool]:
-    toks = tok.tokenize(suffix)
-    if len(toks) <= budget:
-        return toks, False
+    reach = SUFFIX_CHARS_PER_TOKEN * max(budget, 1)
+    if len(suffix) <= reach:
+        toks = tok.tokenize(suffix)
+        if len(toks) <= budget:
+            return toks, False
+    else:
+        suffix = suffix[:suffix.rfind("\n", 0, reach) + 1]
     kept, used = [], 0
     for line in suffix.splitlines(keepends=True):
         n = len(tok.tokenize(line))
@@ -160,6 +170,12 @@ def _below(seg: SegmentTokens, parts: PromptParts, tokens: int) -> list[tuple[st
         kept.append(line)
     text = "\n".join(kept).rstrip()
     return [(parts.path or "untitled", text)] if text.strip() else []
+
+
+def _clipped(parts: PromptParts) -> PromptParts:
+    """The parts with no line longer than a prompt can hold (long_lines.py)."""
+    prefix, suffix = clip_long_lines(parts.prefix, parts.suffix)
+    return parts if prefix is parts.prefix and suffix is parts.suffix else replace(parts, prefix=prefix, suffix=suffix)
 
 
 def _around(seg: SegmentTokens, parts: PromptParts, grid=None) -> tuple[Text, int, int, list[int]]:
@@ -222,7 +238,9 @@ def build_prompt(tok: Tokenizer, parts: PromptParts, budget: PromptBudget = Prom
     one with most context is then taken instead. `small`: a fast answer's prompt, a small page of about
     `budget.prefix_tokens` from a denser grid of boundaries, without other files or imports."""
     seg = segment_cache(tok)
+    parts = _clipped(parts)
     text, line, cs, partial = _around(seg, parts, SMALL_PAGES if small else None)
+    partial = partial[-max(budget.prefix_tokens, PARTIAL_TOKENS):]
     # the cursor's own segment is left out of the count, so that the page does not change between the cursor at
     # the end of a line and the same line emptied, or typed half-way (a prompt may outgrow the budget by it)
     pages = text.pages(line, 0, budget.prefix_tokens)
@@ -276,6 +294,7 @@ def near_fills(tok: Tokenizer, parts: PromptParts, budget: PromptBudget) -> list
     """The pages to fill next to the cursor's, below and above it: each serves the cursors about half a text
     budget away, where a short jump lands (they share the document's head and imports with the cursor's)."""
     seg = segment_cache(tok)
+    parts = _clipped(parts)
     text, line, _, _ = _around(seg, parts)
     text_budget = budget.prefix_tokens - budget.prefix_tokens // OUTLINE_SHARE
     out = []
