@@ -60,7 +60,7 @@ class Document:
             raise DocumentError(f"column {col + 1} is outside line {line + 1} "
                                 f"({len(lines[line])} characters; the end of the line is column "
                                 f"{len(lines[line]) + 1})")
-        return sum(len(l) + 1 for l in lines[:line]) + col
+        return sum(map(len, lines[:line])) + line + col   # the lines before it, each with its "\n"
 
     def split(self, line: int, col: int) -> tuple[str, str]:
         off = self.offset(line, col)

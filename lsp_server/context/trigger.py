@@ -78,7 +78,11 @@ def code_follows(prefix: str, suffix: str) -> bool:
     At the end of a block (the next function below, closers) they say little."""
     before = prefix.rsplit("\n", 1)[-1]
     base = _indent(before) if before.strip() else len(before.expandtabs(4))
-    for line in suffix.split("\n")[1:]:
+    start = suffix.find("\n") + 1
+    while start:   # the first line below with text, found without splitting the rest of the file
+        end = suffix.find("\n", start)
+        line = suffix[start:] if end < 0 else suffix[start:end]
         if line.strip():
             return _indent(line) >= base and not set(line.strip()) <= set(")]};,")
+        start = end + 1
     return False

@@ -1,6 +1,7 @@
 """Drop the end of a completion that writes again the lines already below the cursor (the next statement,
 the block's closing line)."""
 import re
+from itertools import islice
 
 from .around import Around
 
@@ -22,9 +23,21 @@ PUNCT_SPACE = re.compile(r"\s*([^\w\s])\s*")
 CLOSERS = set(")]};,")
 
 
+def _below(suffix: str, n: int) -> list[str]:
+    """The first n lines with code below the cursor's line, normalized: a completion of n lines can repeat no
+    more (the rest of a large file is not read at every answer)."""
+    out: list[str] = []
+    for line in islice(suffix.split("\n"), 1, None):
+        if len(out) == n:
+            break
+        if line.strip():
+            out.append(_norm(line))
+    return out
+
+
 def apply(completion: str, around: Around) -> str:
     lines = completion.split("\n")
-    below = [_norm(l) for l in around.suffix.split("\n")[1:] if l.strip()]
+    below = _below(around.suffix, len(lines))
     if not below or len(lines) < 2:
         return completion
     rest_of_line = _norm(around.line_after)

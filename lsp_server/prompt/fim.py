@@ -13,7 +13,7 @@ from array import array
 from dataclasses import dataclass, field, replace
 from typing import Callable, Protocol
 
-from .long_lines import PARTIAL_TOKENS, clip_long_lines
+from .long_lines import PARTIAL_TOKENS
 from .pages import OUTLINE_SHARE, SMALL_PAGES, Page, SegmentTokens, Text, segment_cache
 
 
@@ -127,10 +127,15 @@ def stop_strings(prefix: str, suffix: str) -> tuple[str, ...]:
     if cursor_line_rest.strip():
         # mid-line: the rest of the line is already there; the middle ends at the line's end
         return ("\n",)
-    for line in below.split("\n"):
+    start = 0
+    while True:   # the first line below with text, found without splitting the rest of the file
+        end = below.find("\n", start)
+        line = below[start:] if end < 0 else below[start:end]
         if line.strip():
             return ("\n" + line,)
-    return ()
+        if end < 0:
+            return ()
+        start = end + 1
 
 
 def _head(seg: SegmentTokens, parts: PromptParts, files: list[tuple[str, str]], budget: PromptBudget
@@ -172,9 +177,9 @@ def _below(seg: SegmentTokens, parts: PromptParts, tokens: int) -> list[tuple[st
     return [(parts.path or "untitled", text)] if text.strip() else []
 
 
-def _clipped(parts: PromptParts) -> PromptParts:
+def _clipped(seg: SegmentTokens, parts: PromptParts) -> PromptParts:
     """The parts with no line longer than a prompt can hold (long_lines.py)."""
-    prefix, suffix = clip_long_lines(parts.prefix, parts.suffix)
+    prefix, suffix = seg.clip(parts.prefix, parts.suffix)
     return parts if prefix is parts.prefix and suffix is parts.suffix else replace(parts, prefix=prefix, suffix=suffix)
 
 
@@ -238,7 +243,7 @@ def build_prompt(tok: Tokenizer, parts: PromptParts, budget: PromptBudget = Prom
     one with most context is then taken instead. `small`: a fast answer's prompt, a small page of about
     `budget.prefix_tokens` from a denser grid of boundaries, without other files or imports."""
     seg = segment_cache(tok)
-    parts = _clipped(parts)
+    parts = _clipped(seg, parts)
     text, line, cs, partial = _around(seg, parts, SMALL_PAGES if small else None)
     partial = partial[-max(budget.prefix_tokens, PARTIAL_TOKENS):]
     # the cursor's own segment is left out of the count, so that the page does not change between the cursor at
@@ -294,7 +299,7 @@ def near_fills(tok: Tokenizer, parts: PromptParts, budget: PromptBudget) -> list
     """The pages to fill next to the cursor's, below and above it: each serves the cursors about half a text
     budget away, where a short jump lands (they share the document's head and imports with the cursor's)."""
     seg = segment_cache(tok)
-    parts = _clipped(parts)
+    parts = _clipped(seg, parts)
     text, line, _, _ = _around(seg, parts)
     text_budget = budget.prefix_tokens - budget.prefix_tokens // OUTLINE_SHARE
     out = []

@@ -20,6 +20,9 @@ import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from .long_lines import clip_long_lines
+
+
 @dataclass(frozen=True)
 class Grid:
     """How dense a document's page boundaries are."""
@@ -44,6 +47,15 @@ class SegmentTokens:
     def __init__(self, tok, limit: int = SEGMENT_CACHE_ENTRIES):
         self.tok, self.limit = tok, limit
         self._cache: OrderedDict[str, list[int]] = OrderedDict()
+        self._clipped: tuple[str, str, tuple[str, str]] | None = None
+
+    def clip(self, prefix: str, suffix: str) -> tuple[str, str]:
+        """The text around a cursor with its long lines cut (long_lines.py), kept for the last text: a request
+        builds up to five prompts of it, and the check reads the whole file."""
+        last = self._clipped
+        if last is None or last[0] is not prefix or last[1] is not suffix:
+            last = self._clipped = (prefix, suffix, clip_long_lines(prefix, suffix))
+        return last[2]
 
     @property
     def fim(self):
@@ -120,7 +132,7 @@ class Text:
 
     def offset(self, line: int) -> int:
         """The character offset of a line's start."""
-        return sum(len(l) + 1 for l in self.lines[:line])
+        return sum(map(len, self.lines[:line])) + line   # each line with its "\n"
 
     # ---- boundaries -------------------------------------------------------------------------------------
 

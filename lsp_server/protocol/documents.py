@@ -10,6 +10,7 @@ from pygls.workspace import TextDocument
 from ..context import Document, language_for_path
 from ..context.exclude import is_secret
 from ..pipeline import CompletionRequest
+from .lines import LspTextDocument
 from .server import TandemServer
 
 # the editor's language ids that differ from ours
@@ -89,7 +90,8 @@ def server_position(doc: TextDocument, pos: types.Position) -> tuple[int, int]:
             raise JsonRpcInvalidParams(f"character {pos.character} is past the end of line {pos.line} "
                                        f"({width} units)")
         p = doc.position_from_client_units(pos)
-        offset = sum(len(line) for line in lines[:p.line]) + p.character
+        offset = (doc.line_offset(p.line) if isinstance(doc, LspTextDocument)
+                  else sum(len(line) for line in lines[:p.line])) + p.character
     else:
         offset = len(doc.source)
     source = doc.source
