@@ -10,8 +10,10 @@ from typing import Callable
 
 from . import postprocess
 from .context import Document
+from .context.near_lines import line_after
 from .context.assemble import CursorContext, DefinitionIndex, DocumentFiles, PageOutlines, gather
 from .context.similar import SimilarChoices
+from .context.syntax import Trees
 from .context.trigger import Mode, code_follows
 from .engine import CUT_SHORT, ENDS_HOLE, Engine, Generation, GenerationRequest
 from .prompt import Prompt, PromptBudget, PromptParts, build_fast_prompt, build_prompt, near_fills
@@ -131,6 +133,7 @@ class Pipeline:
         self.index = DefinitionIndex()
         self.files_chosen = DocumentFiles()
         self.outlines = PageOutlines()
+        self.trees = Trees()
         self.similar_chosen = SimilarChoices()
         self.segments = SegmentTokens(engine)
         self.fast_tokens = fast_tokens
@@ -157,7 +160,7 @@ class Pipeline:
         ctx = gather(req.document, req.line, req.col, req.others, self.index, self.budget.context_tokens,
                      self.files_chosen, self.outlines, root=req.root, recent=req.recent, exclude=req.exclude,
                      near_tokens=self.budget.near_tokens, similar_tokens=self.budget.similar_tokens,
-                     similar_chosen=self.similar_chosen)
+                     similar_chosen=self.similar_chosen, trees=self.trees)
         if req.multiline is not None:
             ctx.mode = Mode(True, req.multiline, "asked")
         return self._plan(req, ctx, fast)
@@ -219,7 +222,7 @@ class Pipeline:
         # single-line: the engine stops at the end of the first line with text (a line ending at the cursor
         # may be followed by the next line), so "\n" alone is not a stop string here
         stop = prompt.stop if multiline else tuple(s for s in prompt.stop if s != "\n")
-        continues = not multiline and not ctx.suffix.split("\n", 1)[0].strip()
+        continues = not multiline and not line_after(ctx.suffix).strip()
         return Plan(req, ctx, prompt, max_tokens, stop, continues)
 
     def stable_tokens(self, plan: Plan) -> list[int]:

@@ -179,6 +179,9 @@ def test_names_the_code_below_needs_and_nothing_above_binds():
     assert needs("def f(s):\n    ", "\n    def check(w):\n        return w\n    y = [c for c in s]\n    return y\n") == set()
     # what other functions and the module bind below counts as bound; names after the function do not count
     assert needs("def f(a):\n    ", "\n    return helper(a) + LIMIT\n\ndef helper(x):\n    return x\nLIMIT = 3\nprint(q)\n") == set()
+    # the rest of the file binds a name only as that name: not inside a string, a comment or a longer name
+    assert needs("def f(a):\n    ", "\n    return res\n\nx = 'res = 1'  # res = 2\nresult = 2\nres.x = 1\n") == {"res"}
+    assert needs("def f(a):\n    ", "\n    return res\n\nx = 1\nres = 3\n") == set()
     # outside any function nothing is needed
     assert needs("", "\nprint(undefined_name)\n") == set()
 
@@ -199,6 +202,9 @@ def test_text_and_broken_parses_need_no_names():
     # a bracket left open stretches the function over the next one: its names are not this hole's
     assert needs("def f(lst):\n    x = g(lst,\n    ", "\n    return res\n\ndef g(a, b):\n    return other(a)\n") \
         == {"res"}   # not a, b, g, other
+    # ...and so with blank lines above the file's first code, where the module's node starts after them
+    assert needs("\n\n\ndef sources(root):\n    return {f: 1 for f in root\n            ",
+                 "\n\n\ndef most_like(query, texts):\n    found = []\n    return found\n") == set()
 
 
 def test_names_a_line_binds():

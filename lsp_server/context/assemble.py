@@ -12,12 +12,13 @@ from typing import Callable, Sequence
 from .document import Document, language_for_path
 from .exclude import Excluder, is_secret
 from .names import needed_names
+from .near_lines import tail_lines
 from .outline import enclosing_scopes, header_of, imports_above
 from .project import IDENT, Near, Project, candidates, project_for, ranked, ranked_in_file
 from .ring import Chunk
 from .similar import SimilarChoices, similar_lines
 from .snippets import Definition, extract, names_near, rank_in
-from .syntax import byte_col, parse
+from .syntax import Trees, byte_col, parse
 from .trigger import Mode, decide
 
 # rough characters per token, to pre-select snippets before the prompt stage counts exact tokens
@@ -165,16 +166,18 @@ def gather(doc: Document, line: int, col: int, others: list[Document], index: De
            context_tokens: int, chosen: DocumentFiles | None = None,
            outlines: PageOutlines | None = None, root: str | None = None,
            recent: Sequence[Chunk] = (), near_tokens: int = 0, exclude: tuple[str, ...] = (),
-           similar_tokens: int = 0, similar_chosen: SimilarChoices | None = None) -> CursorContext:
+           similar_tokens: int = 0, similar_chosen: SimilarChoices | None = None,
+           trees: Trees | None = None) -> CursorContext:
     """The context of a cursor. `root`: the workspace root, whose files the document imports are read from disk
     for their definitions (None: none); `recent`: the ring's chunks of recently edited and viewed code. With
     either, the head's files are chosen by project_files; without, from the other open documents only.
     `near_tokens`: the room of the fast prompt's files (the imported definitions the nearest code uses);
     `exclude`: the user's patterns of files never read (settings.exclude); `similar_tokens`: the fast prompt's room
     for the lines elsewhere in the document like those above the cursor (`similar_chosen` keeps a choice while the
-    cursor stays near it)."""
+    cursor stays near it); `trees`: the parses kept of the documents' texts (a request and the fill plan the same
+    text)."""
     prefix, suffix = doc.split(line, col)
-    tree = parse(doc.text, doc.language)   # once, for the mode
+    tree = trees.parse(doc.path, doc.text, doc.language) if trees is not None else parse(doc.text, doc.language)
     mode = decide(prefix, suffix, doc.language, tree)
     outlines = outlines if outlines is not None else PageOutlines()
     starts: list[int] = []
@@ -274,7 +277,7 @@ def scope_of(tree, doc: Document, line: int, col: int) -> tuple[str, object | No
 def near_of(prefix: str, suffix: str, func) -> Near:
     """What the code around the cursor names: the lines around it and the function it is in."""
     weights = names_near(prefix, suffix)
-    window = "\n".join(prefix.split("\n")[-30:]) + suffix[:2000]
+    window = tail_lines(prefix, 30) + suffix[:2000]
     text = window
     if func is not None:
         body = func.text.decode("utf-8", "replace")[:20000] if func.text is not None else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .near_lines import head_lines, tail_lines
 from .outline import body_of, header_of, is_scope
 from .syntax import parse, text_of
 
@@ -73,11 +74,11 @@ def extract(path: str, text: str, language: str) -> list[Definition]:
 def names_near(prefix: str, suffix: str) -> dict[str, float]:
     """Identifiers near the cursor, weighted by closeness."""
     weights: dict[str, float] = {}
-    above = prefix.split("\n")[-NEAR_LINES_ABOVE:]
+    above = tail_lines(prefix, NEAR_LINES_ABOVE).split("\n")
     for i, line in enumerate(reversed(above)):
         for m in IDENT.findall(line):
             weights[m] = weights.get(m, 0.0) + 1.0 / (1 + i / 4)
-    for i, line in enumerate(suffix.split("\n")[:NEAR_LINES_BELOW]):
+    for i, line in enumerate(head_lines(suffix, NEAR_LINES_BELOW).split("\n")):
         for m in IDENT.findall(line):
             weights[m] = weights.get(m, 0.0) + 0.5 / (1 + i / 4)
     return weights

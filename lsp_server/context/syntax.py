@@ -2,6 +2,8 @@
 Languages without a grammar get None everywhere and fall back to plain text windows."""
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 
 from tree_sitter import Node, Parser, Tree
@@ -10,6 +12,9 @@ from tree_sitter import Node, Parser, Tree
 PACK_NAMES = {"text": None}
 # past this size a parse is not worth its time on a keystroke (tree-sitter parses ~10 MB/s here)
 MAX_PARSE_BYTES = 1 << 20
+# a smaller text is parsed afresh at each change: within a few milliseconds, and as fast as telling the last tree
+# of the edit
+INCREMENTAL_BYTES = 64 << 10
 
 
 @lru_cache(maxsize=None)
@@ -30,6 +35,83 @@ def parse(text: str, language: str) -> Tree | None:
     if parser is None or len(data) > MAX_PARSE_BYTES:
         return None
     return parser.parse(data)
+
+
+class Trees:
+    """The parse of each document's text as last asked, by path (the newest two documents: a tree of a 1 MB file
+    holds ~40 MB). A keystroke's request, the fill ahead and the offer plan the same text, and a 500 kB file takes
+    ~65 ms to parse here: the same text is parsed once, and a text that differs from the last one by an edit is
+    parsed again from the last tree, as tree-sitter's incremental parsing allows (~30 ms). Where that tree holds an
+    error the text is parsed afresh: error recovery from a reused tree may read broken code otherwise than a fresh
+    parse does (C++, Java and C#: 51 of 13,436 such trees, none of 16,564 without an error), and a place must get
+    the same answer in the editor as in the evaluations, which parse afresh."""
+
+    def __init__(self, documents: int = 2):
+        self.documents = documents
+        self._last: OrderedDict[str, tuple[str, str, bytes, Tree | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def parse(self, path: str, text: str, language: str) -> Tree | None:
+        with self._lock:
+            hit = self._last.get(path)
+        if hit is not None and hit[1] != language:
+            hit = None
+        if hit is not None and (hit[0] is text or hit[0] == text):
+            return hit[3]
+        parser, data = parser_for(language), text.encode("utf-8")
+        if parser is None or len(data) > MAX_PARSE_BYTES:
+            tree = None
+        elif hit is not None and hit[3] is not None and len(data) >= INCREMENTAL_BYTES:
+            old = hit[3].copy()   # the last tree may still be in use: the edit goes on a copy
+            _edit(old, hit[2], data)
+            tree = parser.parse(data, old)
+            if tree.root_node.has_error:
+                tree = parser.parse(data)
+        else:
+            tree = parser.parse(data)
+        with self._lock:
+            self._last[path] = (text, language, data, tree)
+            self._last.move_to_end(path)
+            while len(self._last) > self.documents:
+                self._last.popitem(last=False)
+        return tree
+
+
+def _edit(tree: Tree, old: bytes, new: bytes) -> None:
+    """Tell `tree`, a parse of `old`, that its text is now `new`: the bytes between their common start and end
+    changed."""
+    start = _common_start(old, new)
+    tail = _common_end(old, new, min(len(old), len(new)) - start)
+    old_end, new_end = len(old) - tail, len(new) - tail
+    tree.edit(start_byte=start, old_end_byte=old_end, new_end_byte=new_end, start_point=_point(new, start),
+              old_end_point=_point(old, old_end), new_end_point=_point(new, new_end))
+
+
+def _point(data: bytes, at: int) -> tuple[int, int]:
+    return data.count(b"\n", 0, at), at - (data.rfind(b"\n", 0, at) + 1)
+
+
+_STEP = 4096
+
+
+def _common_start(a: bytes, b: bytes) -> int:
+    n, i = min(len(a), len(b)), 0
+    while i < n and a[i:i + _STEP] == b[i:i + _STEP]:
+        i += _STEP
+    i = min(i, n)
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _common_end(a: bytes, b: bytes, limit: int) -> int:
+    """How many bytes `a` and `b` end with alike, at most `limit`."""
+    k = 0
+    while k + _STEP <= limit and a[len(a) - k - _STEP:len(a) - k] == b[len(b) - k - _STEP:len(b) - k]:
+        k += _STEP
+    while k < limit and a[len(a) - k - 1] == b[len(b) - k - 1]:
+        k += 1
+    return k
 
 
 def error_count(node: Node) -> int:

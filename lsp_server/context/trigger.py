@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Tree
 
+from .near_lines import first_above, first_below, line_after, line_before
 from .syntax import parse
 
 # what may stand right of the cursor when ghost text is still right: closers and terminators, and the brace that
@@ -33,15 +34,13 @@ class Mode:
 
 def decide(prefix: str, suffix: str, language: str, tree: Tree | None | bool = False) -> Mode:
     """`tree`: the parse of prefix + suffix if the caller has one (None: no grammar); parsed here if not."""
-    line_before = prefix.rsplit("\n", 1)[-1]
-    line_after = suffix.split("\n", 1)[0]
-    rest = line_after.rstrip()
+    before, after = line_before(prefix), line_after(suffix)
+    rest = after.rstrip()
     if not set(rest[:-1] if rest.endswith(BLOCK_OPENER) else rest) <= CLOSERS:
         return Mode(False, False, "text right of the cursor")
-    if line_before.strip():
+    if before.strip():
         return Mode(True, False, "mid-statement")
-    above = next((l for l in reversed(prefix.split("\n")[:-1]) if l.strip()), "")
-    below = next((l for l in suffix.split("\n")[1:] if l.strip()), "")
+    above, below = first_above(prefix) or "", first_below(suffix) or ""
     # a block opener right above an empty line asks for its body, unless the body is already below: then
     # the cursor's line is one more line of that body (or an opener for the deeper lines below it)
     if above.rstrip().endswith(OPENERS) and not _indent(below) > _indent(above):
@@ -51,7 +50,7 @@ def decide(prefix: str, suffix: str, language: str, tree: Tree | None | bool = F
     if tree is None:
         return Mode(True, False, "no grammar")
     row = prefix.count("\n")
-    col = len(line_before.encode("utf-8"))
+    col = len(before.encode("utf-8"))
     node = tree.root_node.descendant_for_point_range((row, col), (row, col))
     while node is not None and not (node.type in TOP_LEVEL or node.type in DEFINITIONS
                                     or any(b in node.type for b in BLOCKS)):
@@ -61,11 +60,11 @@ def decide(prefix: str, suffix: str, language: str, tree: Tree | None | bool = F
     if node.type in DEFINITIONS:
         # reached without passing its block: the code being written broke the parse (an `elif` whose `if` is
         # the missing line), and the error node hides the block; the cursor is still among the body's lines
-        return Mode(True, False, "inside a definition", maybe_block=not line_after.strip())
+        return Mode(True, False, "inside a definition", maybe_block=not after.strip())
     named = [c for c in node.named_children if c.type != "comment"]
     if not named:
         return Mode(True, True, "empty block")
-    return Mode(True, False, "inside a block", maybe_block=not line_after.strip())
+    return Mode(True, False, "inside a block", maybe_block=not after.strip())
 
 
 def _indent(line: str) -> int:
@@ -76,13 +75,7 @@ def code_follows(prefix: str, suffix: str) -> bool:
     """Whether code of the cursor's own block follows the cursor's line: the lines below then say what the
     completion must fit (the names it must define, the indentation it must meet), and are worth more suffix.
     At the end of a block (the next function below, closers) they say little."""
-    before = prefix.rsplit("\n", 1)[-1]
+    before = line_before(prefix)
     base = _indent(before) if before.strip() else len(before.expandtabs(4))
-    start = suffix.find("\n") + 1
-    while start:   # the first line below with text, found without splitting the rest of the file
-        end = suffix.find("\n", start)
-        line = suffix[start:] if end < 0 else suffix[start:end]
-        if line.strip():
-            return _indent(line) >= base and not set(line.strip()) <= set(")]};,")
-        start = end + 1
-    return False
+    line = first_below(suffix)
+    return line is not None and _indent(line) >= base and not set(line.strip()) <= set(")]};,")

@@ -5,6 +5,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from ..context.names import bound_names
+from ..context.near_lines import first_below, line_after, line_before
 
 # how a line that opens a block ends, per language (a Python line may end in a comment after the colon)
 BRACE_LANGUAGES = {"typescript", "tsx", "javascript", "go", "rust", "java", "c", "cpp", "c_sharp", "csharp", "kotlin",
@@ -78,11 +79,11 @@ class Around:
 
     @property
     def line_before(self) -> str:
-        return self.prefix.rsplit("\n", 1)[-1]
+        return line_before(self.prefix)
 
     @property
     def line_after(self) -> str:
-        return self.suffix.split("\n", 1)[0]
+        return line_after(self.suffix)
 
     def comment_only(self, line: str) -> bool:
         mark = LINE_COMMENT.get(self.language)
@@ -138,7 +139,7 @@ class Around:
         return line if line_opens_block(line, self.language) else None
 
     def _next_below(self) -> str | None:
-        return next((l for l in self.suffix.split("\n")[1:] if l.strip()), None)
+        return first_below(self.suffix)
 
     def block_end(self, middle: str) -> int:
         """For a `middle` whose first code line opens a block: where that block ends, after its closer (brace

@@ -4,6 +4,7 @@ turns that line into dead code. The model went its own way there (HumanEval/126/
 sorted(lst)` written above `if all(...)`, after the `return False` the hole wanted); the line is dropped."""
 import re
 
+from ..context.near_lines import first_below
 from .around import CLAUSES, Around, first_word, indent, line_opens_block
 
 TERMINATOR = re.compile(r"(return|raise|break|continue)\b")
@@ -12,7 +13,7 @@ TERMINATOR = re.compile(r"(return|raise|break|continue)\b")
 def apply(completion: str, around: Around) -> str:
     if around.language != "python" or around.line_after.strip():
         return completion
-    below = next((l for l in around.suffix.split("\n")[1:] if l.strip() and not around.comment_only(l)), None)
+    below = first_below(around.suffix, lambda l: bool(l.strip()) and not around.comment_only(l))
     if below is None or first_word(below) in CLAUSES or set(below.strip()) <= set(")]}"):
         return completion
     lines = completion.split("\n")

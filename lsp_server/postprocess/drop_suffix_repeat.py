@@ -1,8 +1,8 @@
 """Drop the end of a completion that writes again the lines already below the cursor (the next statement,
 the block's closing line)."""
 import re
-from itertools import islice
 
+from ..context.near_lines import lines_below
 from .around import Around
 
 
@@ -27,7 +27,7 @@ def _below(suffix: str, n: int) -> list[str]:
     """The first n lines with code below the cursor's line, normalized: a completion of n lines can repeat no
     more (normalizing the rest of a 4 MB file took 1.4 s at every answer)."""
     out: list[str] = []
-    for line in islice(suffix.split("\n"), 1, None):
+    for line in lines_below(suffix):
         if len(out) == n:
             break
         if line.strip():

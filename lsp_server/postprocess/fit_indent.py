@@ -5,6 +5,7 @@ IndentationError whatever it says; the first line of a block's body at or left o
 a completion moves, all its lines by the same amount, to the level the code around it leaves: the opener's
 body as the suffix shows it, else the statement above's. Anything the neighbours do not force is left alone.
 """
+from ..context.near_lines import first_below, head_lines, tail_lines
 from .around import CLAUSES, Around, first_word, indent, python_code as _code
 
 
@@ -70,7 +71,7 @@ def _target(statements: list[str], around: Around, first: str, last: str) -> int
         return None
     # indentation from the statement's first line, whether it opens a block from its last
     prev = code[-1]
-    nxt = next((l for l in around.suffix.split("\n")[1:] if l.strip() and not l.lstrip().startswith("#")), None)
+    nxt = first_below(around.suffix, lambda l: bool(l.strip()) and not l.lstrip().startswith("#"))
     p, c = indent(prev), indent(first)
     n = indent(nxt) if nxt is not None else None
     if last is first and _opens(first) and n is not None and n <= c and first_word(first) not in CLAUSES:
@@ -126,7 +127,7 @@ def apply(completion: str, around: Around) -> str:
     statements, open_at_end = _statements(_recent(around.prefix))
     if open_at_end:
         return completion
-    neighbours = around.prefix.rsplit("\n", 3)[-3:] + around.suffix.split("\n", 3)[:3]
+    neighbours = tail_lines(around.prefix, 3).split("\n") + head_lines(around.suffix, 3).split("\n")
     if any(l[:len(l) - len(l.lstrip())].count("\t") for l in neighbours + lines):
         return completion   # tabs: which width the file means is not ours to guess
     # the cursor's own line is the last one: it is not the line above

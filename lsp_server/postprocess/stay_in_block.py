@@ -14,6 +14,7 @@ multi-line development set, cutting such answers at the block's end or at a blan
 statement after a dedent)."""
 import re
 
+from ..context.near_lines import first_above, first_below, lines_above
 from .around import Around, indent, line_opens_block
 
 CLOSER_LINE = set(")]};, \t")
@@ -59,7 +60,9 @@ def _in_its_definition(completion: str, around: Around) -> str:
     line = around.line_before + lines[0]
     base = indent(line) if line.strip() else indent(line + "x")
     head, level = None, base
-    for above in reversed(around.prefix.split("\n")[:-1]):
+    for above in lines_above(around.prefix):
+        if level == 0:
+            break   # nothing further up is left of it
         if above.strip() and indent(above) < level:
             level = indent(above)
             if around.language == "python" and CLASS.match(above):
@@ -79,11 +82,11 @@ def function_end_floor(around: Around, base: int) -> int:
     just inside that function; elsewhere `base`, its own."""
     if around.language != "python":
         return base
-    head = next((l for l in reversed(around.prefix.split("\n")[:-1])
-                 if l.strip() and indent(l) < base and re.match(r"\s*(async\s+)?def\s", l)), None)
+    head = first_above(around.prefix, lambda l: bool(l.strip()) and indent(l) < base
+                       and re.match(r"\s*(async\s+)?def\s", l) is not None)
     if head is None:
         return base
-    below = next((l for l in around.suffix.split("\n")[1:] if l.strip()), None)
+    below = first_below(around.suffix)
     if below is not None and indent(below) > indent(head):
         return base   # the function goes on below the hole: its code says where the hole ends
     return indent(head) + 1

@@ -13,6 +13,7 @@ from array import array
 from dataclasses import dataclass, field, replace
 from typing import Callable, Protocol
 
+from ..context.near_lines import first_below, line_after, lines_below
 from .long_lines import PARTIAL_TOKENS
 from .pages import OUTLINE_SHARE, SMALL_PAGES, Page, SegmentTokens, Text, segment_cache
 
@@ -123,19 +124,11 @@ def _fit_suffix(tok: Tokenizer, suffix: str, budget: int) -> tuple[list[int], bo
 
 def stop_strings(prefix: str, suffix: str) -> tuple[str, ...]:
     """Stop when the middle starts writing the first non-blank line of the suffix again."""
-    cursor_line_rest, _, below = suffix.partition("\n")
-    if cursor_line_rest.strip():
+    if line_after(suffix).strip():
         # mid-line: the rest of the line is already there; the middle ends at the line's end
         return ("\n",)
-    start = 0
-    while True:   # the first line below with text, found without splitting the rest of the file
-        end = below.find("\n", start)
-        line = below[start:] if end < 0 else below[start:end]
-        if line.strip():
-            return ("\n" + line,)
-        if end < 0:
-            return ()
-        start = end + 1
+    line = first_below(suffix)
+    return () if line is None else ("\n" + line,)
 
 
 def _head(seg: SegmentTokens, parts: PromptParts, files: list[tuple[str, str]], budget: PromptBudget
@@ -168,7 +161,7 @@ def _below(seg: SegmentTokens, parts: PromptParts, tokens: int) -> list[tuple[st
     if tokens <= 0 or seg.fim is None or "\n" not in parts.suffix:
         return []
     kept, used = [], 0
-    for line in parts.suffix.split("\n", 1)[1].split("\n"):
+    for line in lines_below(parts.suffix):
         used += len(seg.tokenize(line + "\n"))
         if used > tokens:
             break

@@ -15,6 +15,16 @@ from lsprotocol import types
 from pygls.workspace import TextDocument, Workspace
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+# the separators other than \r and \n at which str.splitlines breaks a line: a text without them is split by
+# str.splitlines, in a quarter of the regex's time (4 MB: 10 ms to look for them, 11 to split, against 39)
+_OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def split_lines(source: str) -> tuple[str, ...]:
+    """The lines of a text as editors count them, each with its line break."""
+    if _OTHER_BREAKS.search(source) is None:
+        return tuple(source.splitlines(keepends=True))
+    return tuple(_LINE.findall(source))
 
 
 class LspTextDocument(TextDocument):
@@ -26,7 +36,7 @@ class LspTextDocument(TextDocument):
     def lines(self):
         source = self.source
         if source is not self._lines_of:
-            self._lines = tuple(_LINE.findall(source))
+            self._lines = split_lines(source)
             self._starts = tuple(accumulate(map(len, self._lines), initial=0))
             self._lines_of = source
         return self._lines
