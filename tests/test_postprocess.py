@@ -163,3 +163,16 @@ def test_the_repeat_of_the_lines_below_reads_no_further_than_the_completion_reac
     a = Around("def f(a):\n    x = g(a)\n    ", "\n    return x\n\n" + below, "python", True)
     assert drop_suffix_repeat.apply("y = x\n    return x", a) == "y = x"
     assert len(calls) < 10, len(calls)
+
+
+def test_a_completion_that_takes_the_file_past_the_parse_limit_is_kept():
+    """At the parse limit: the file parses without the completion and not with it (before, comparing the two
+    counts failed with a TypeError and the request with it)."""
+    from lsp_server.context.syntax import MAX_PARSE_BYTES
+    from lsp_server.postprocess import syntax_cut
+    line = "x = 1\n"
+    prefix = line * ((MAX_PARSE_BYTES - 10) // len(line))
+    around = Around(prefix, "", "python", multiline=True)
+    completion = "y = (2 +\n    3)\nz = ["
+    assert len((prefix + completion).encode()) > MAX_PARSE_BYTES >= len(prefix.encode())
+    assert syntax_cut.apply(completion, around) == completion

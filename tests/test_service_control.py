@@ -463,3 +463,40 @@ async def test_an_early_answer_left_for_another_place_is_not_completed():
     assert await until(lambda: svc.offers.stats.early_kept == 1), svc.offers.summary()
     await asyncio.sleep(0.8)   # the generation's end
     assert told == [] and svc.offers.stats.completed == 0
+
+
+def counting_steps(svc: CompletionService) -> list:
+    """Every focus the fill works out steps for, in order."""
+    seen, steps = [], svc.filler.steps
+
+    def counted(req, view=False):
+        seen.append(req)
+        return steps(req, view)
+    svc.filler.steps = counted
+    return seen
+
+
+async def test_an_edit_s_request_trims_the_running_fill_and_its_steps_are_not_worked_out_first():
+    """While a fill runs, an edit's change is followed by its request: the request trims the running step, so the
+    new focus's steps (a whole plan of the document, on the thread the request's plan waits for) are not worked
+    out on the way; a change that no request follows (a cursor move, an edit without a completion) does trim the
+    running step for the new focus."""
+    from lsp_server.service.fill import REFOCUS_DELAY_S
+    long = "\n".join(f"x{i} = {i}" for i in range(400)) + "\n" + TEXT
+    svc, engine = service(warmup_pause_ms=10, token_s=0.001)   # the page: ~800 tokens, 0.8 s
+    svc.schedule_warmup(URI, request(long, 0, 0))
+    while svc.filler.step is None:
+        await asyncio.sleep(0.005)
+    seen = counting_steps(svc)
+    typed = request(long.replace("x0 = 0", "x0 = 01"), 0, 7)
+    svc.schedule_warmup(URI, typed)                            # the change ...
+    got = await svc.complete(URI, typed)                       # ... and its request
+    assert got.text and typed not in seen, (got, seen)
+    while svc.filler.step is None:                            # the fill again, for the request's place
+        await asyncio.sleep(0.005)
+    seen.clear()
+    moved = request(long.replace("x0 = 0", "x0 = 01"), 200, 0)
+    svc.cursor_moved(URI, moved)                               # a move no request follows
+    await asyncio.sleep(REFOCUS_DELAY_S + 0.3)
+    assert moved in seen
+    svc.filler.stop()

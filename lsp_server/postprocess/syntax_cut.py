@@ -21,11 +21,13 @@ def _errors(around: Around, middle: str) -> int | None:
 def apply(completion: str, around: Around) -> str:
     if around.truncated:
         return completion
+    # the whole completion first: where it leaves no error (most do) the text without it need not be parsed (each
+    # parse of a 500 kB file costs ~65 ms here, at every answer)
+    full = _errors(around, completion)
+    if full is None or full == 0:
+        return completion
     baseline = _errors(around, "")
     if baseline is None:
-        return completion
-    full = _errors(around, completion)
-    if full == 0:
         return completion
     best, fewest = (completion, full) if full <= baseline else ("", baseline + 1)
     # candidate cut points: each line end, longest first, so the longest of equals wins
