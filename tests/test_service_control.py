@@ -479,8 +479,7 @@ def counting_steps(svc: CompletionService) -> list:
 async def test_an_edit_s_request_trims_the_running_fill_and_its_steps_are_not_worked_out_first():
     """While a fill runs, an edit's change is followed by its request: the request trims the running step, so the
     new focus's steps (a whole plan of the document, on the thread the request's plan waits for) are not worked
-    out on the way; a change that no request follows (a cursor move, an edit without a completion) does trim the
-    running step for the new focus."""
+    out on the way; a cursor move, which no request may follow, trims the running step for the new focus."""
     from lsp_server.service.fill import REFOCUS_DELAY_S
     long = "\n".join(f"x{i} = {i}" for i in range(400)) + "\n" + TEXT
     svc, engine = service(warmup_pause_ms=10, token_s=0.001)   # the page: ~800 tokens, 0.8 s
@@ -489,7 +488,7 @@ async def test_an_edit_s_request_trims_the_running_fill_and_its_steps_are_not_wo
         await asyncio.sleep(0.005)
     seen = counting_steps(svc)
     typed = request(long.replace("x0 = 0", "x0 = 01"), 0, 7)
-    svc.schedule_warmup(URI, typed)                            # the change ...
+    svc.schedule_warmup(URI, typed, edit=True)                 # the change ...
     got = await svc.complete(URI, typed)                       # ... and its request
     assert got.text and typed not in seen, (got, seen)
     while svc.filler.step is None:                            # the fill again, for the request's place

@@ -164,7 +164,7 @@ def register(server: TandemServer) -> None:
                 l, c = server_position(doc, types.Position(line=line, character=char))
             except JsonRpcInvalidParams:   # a change that ends outside the text (a client's bug): no fill for it
                 return
-            ls.service.schedule_warmup(doc.uri, request_for(ls, doc, l, c))
+            ls.service.schedule_warmup(doc.uri, request_for(ls, doc, l, c), edit=True)
 
     @server.feature("tandem/didMoveCursor")
     def did_move_cursor(ls: TandemServer, params):

@@ -382,12 +382,12 @@ class CompletionService:
         self._last_request.pop(uri, None)
         self._cursor.pop(uri, None)
 
-    def schedule_warmup(self, uri: str, req: CompletionRequest) -> None:
-        """The user is here (an open, an edit): after the pause, fill ahead for this place."""
+    def schedule_warmup(self, uri: str, req: CompletionRequest, edit: bool = False) -> None:
+        """The user is here (an open, an edit, a cursor move): after the pause, fill ahead for this place."""
         self._cursor[uri] = req
         if self.pipeline is None or not self.settings.language_enabled(req.document.language):
             return
-        self.filler.want(uri, req)
+        self.filler.want(uri, req, edit=edit)
 
     def cursor_moved(self, uri: str, req: CompletionRequest) -> None:
         """The client says the cursor moved without an edit (tandem/didMoveCursor)."""
