@@ -99,10 +99,12 @@ class Filler:
         log.debug("focus %s:%d%s%s", uri.rsplit("/", 1)[-1], req.line, " (viewed)" if view else "",
                   " (a fill runs)" if self._running else "")
         if self._running and self.step is not None:
+            self._cancel_refocus()
             if edit:
-                self._refocus_later(self.focus)
+                self._refocus_timer = asyncio.get_running_loop().call_later(REFOCUS_DELAY_S, self._refocus_now,
+                                                                            self.focus)
             else:   # a move, an open, a screen: no request may follow, and the new place's fill waits for this
-                self.svc.tasks.spawn(self._refocus(self.focus), "refocusing the fill")
+                self._refocus_now(self.focus)
         if not view:
             self.svc.offers.moved(uri, req)
         self.kick()
@@ -111,14 +113,16 @@ class Filler:
         """A request arrived here: it is the focus (the fill resumes for it once the model is idle)."""
         self.focus, self.viewing = (uri, req), False
 
-    def _refocus_later(self, focus: tuple[str, CompletionRequest]) -> None:
+    def _cancel_refocus(self) -> None:
         if self._refocus_timer is not None:
             self._refocus_timer.cancel()
-        self._refocus_timer = asyncio.get_running_loop().call_later(
-            REFOCUS_DELAY_S, lambda: self.svc.tasks.spawn(self._refocus(focus), "refocusing the fill"))
+            self._refocus_timer = None
+
+    def _refocus_now(self, focus: tuple[str, CompletionRequest]) -> None:
+        self._refocus_timer = None
+        self.svc.tasks.spawn(self._refocus(focus), "refocusing the fill")
 
     async def _refocus(self, focus: tuple[str, CompletionRequest]) -> None:
-        self._refocus_timer = None
         if self.focus is not focus or self.step is None:
             return   # a request or a newer place came meanwhile, or the fill ended
         try:
@@ -146,10 +150,10 @@ class Filler:
 
     def pre_empt(self) -> None:
         """A request arrived: stop after what it will probably share (refined by `share` once it is planned)."""
-        for timer in (self._timer, self._refocus_timer):
-            if timer is not None:
-                timer.cancel()
-        self._timer = self._refocus_timer = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._cancel_refocus()
         self.cancel.set_keeping(self.step.wanted if self.step is not None else 0)
 
     def share(self, tokens: list[int]) -> None:
@@ -169,9 +173,9 @@ class Filler:
 
     def stop(self) -> None:
         self.focus = None
-        for timer in (self._timer, self._refocus_timer):
-            if timer is not None:
-                timer.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+        self._cancel_refocus()
         self.cancel.set()
 
     # ---- the fill ----------------------------------------------------------------------------------------
