@@ -93,11 +93,17 @@ def _identifiers(node: Node, start: int = 0, end: int | None = None):
             stack.extend(reversed(n.children))
 
 
+def _text(tree: Tree) -> tuple[bytes, int]:
+    """The tree's text and the byte it starts at: the module node starts at the first code, after any blank lines
+    at the top of the file, and its offsets are the file's."""
+    return tree.root_node.text, tree.root_node.start_byte
+
+
 def _named(tree: Tree, names: set[str]):
     """The identifiers of the tree that spell one of `names`: where the text does, the leaf there (a match
     inside a longer word or a string is no identifier of its own)."""
     root = tree.root_node
-    source, off = root.text, root.start_byte   # (the module starts at its first code, after any blank lines)
+    source, off = _text(tree)
     for name in names:
         word = name.encode("utf-8")
         for m in re.finditer(rb"(?<![A-Za-z0-9_])" + re.escape(word) + rb"(?![A-Za-z0-9_])", source):
@@ -146,8 +152,7 @@ def _dedent_after(tree: Tree, func: Node, cursor_byte: int) -> int:
     """Where the function ends by its indentation: the first line with text below the cursor's that is indented
     no deeper than its `def`. A broken parse (a bracket or string left open) may stretch the function's node
     over the functions after it."""
-    root = tree.root_node
-    source, off = root.text, root.start_byte   # (the module starts at its first code, after any blank lines)
+    source, off = _text(tree)
     indent = func.start_point[1]
     at = source.find(b"\n", cursor_byte - off)
     while at >= 0:

@@ -76,7 +76,7 @@ def snapshot(doc: TextDocument) -> Document:
     return Document(path, doc.source, language_of(doc))
 
 
-def server_position(doc: TextDocument, pos: types.Position) -> tuple[int, int]:
+def server_position(doc: LspTextDocument, pos: types.Position) -> tuple[int, int]:
     """The position as the pipeline's Document counts (lines end at "\n", columns in code points), or an
     InvalidParams error that says what is wrong with it. LSP lines also end at a lone "\r"."""
     lines = doc.lines
@@ -90,8 +90,7 @@ def server_position(doc: TextDocument, pos: types.Position) -> tuple[int, int]:
             raise JsonRpcInvalidParams(f"character {pos.character} is past the end of line {pos.line} "
                                        f"({width} units)")
         p = doc.position_from_client_units(pos)
-        offset = (doc.line_offset(p.line) if isinstance(doc, LspTextDocument)
-                  else sum(len(line) for line in lines[:p.line])) + p.character
+        offset = doc.line_offset(p.line) + p.character
     else:
         offset = len(doc.source)
     source = doc.source
