@@ -9,7 +9,8 @@ CONFIGS, comma-separated: MODEL SIZE [s SUFFIX]; MODEL T (the target) or D (the 
 tokens (default: the server's); `pN` the project around the file (the workspace root given), with N tokens of
 the definitions the nearest code uses in a fast prompt; `bN` N tokens of the code below the cursor's line in
 the fast prompt's head (fastBelowTokens; default: the server's); `mN` N tokens of the lines elsewhere in the file
-like those above the cursor in the fast prompt's head (fastSimilarTokens); `xN` a prefix budget of N tokens (the
+like those above the cursor in the fast prompt's head (fastSimilarTokens); `nN` those lines only where their
+window's similarity is at least N/100 (`context/similar.MIN_SCORE`, default 30); `xN` a prefix budget of N tokens (the
 page's). `--ids RUN.json`: exactly the holes a `tandem eval real --json` run answered (LIMIT then caps them), to
 set the server's answers beside the prompts' on the same holes. Each answer keeps its tokens' texts and top-2 logit gaps (`pieces`, `margins`). `R` alone: raw FIM with the whole file (`tandem eval real`'s raw answer, no post-processing). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
 import json
@@ -25,11 +26,14 @@ from lsp_server.bench.halves import in_half  # noqa: E402
 from lsp_server.bench.real_corpus import PROJECTS, ensure  # noqa: E402
 from lsp_server.bench.real_holes import cut_project, read_source  # noqa: E402
 from lsp_server.bench.real_score import broken, score  # noqa: E402
-from lsp_server.context import Document  # noqa: E402
+from lsp_server.context import Document, similar as similar_module  # noqa: E402
 from lsp_server.engine import EngineConfig, make_engine, registry  # noqa: E402
 from lsp_server.pipeline import CompletionRequest, Pipeline  # noqa: E402
 from lsp_server.prompt import PromptBudget  # noqa: E402
 from lsp_server.service.settings import Settings  # noqa: E402
+
+
+MIN_SCORE = similar_module.MIN_SCORE
 
 
 def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool = False,
@@ -66,7 +70,10 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
         base = broken(text, h.language)
         if cross_only and not h.cross_file:
             continue
-        row = {"id": h.task_id, "kind": h.kind, "lang": h.language, "cross": h.cross_file, "expected": h.expected}
+        similar_module.MIN_SCORE = MIN_SCORE
+        row = {"id": h.task_id, "kind": h.kind, "lang": h.language, "cross": h.cross_file, "expected": h.expected,
+               # the best window's similarity, where the fast prompt's similar lines were chosen from
+               "similar_top": max((s.score for s in similar_module.similar_lines(holed, line, 1 << 20)), default=0)}
         for c in configs:
             if c == "R":
                 from lsp_server.bench.real import Raw
@@ -75,9 +82,11 @@ def main(half: str, limit: int, configs: list[str], out: str, cross_only: bool =
                 row[c] = {"text": a["text"], "prompt_tokens": a["prompt_tokens"], "evaluated": a["prompt_evaluated"],
                           "prompt_s": a["prompt_s"], **score(a["text"], h.expected, holed, start, h.language, base)}
                 continue
-            kind, size, suffix, near, below, similar, prefix = re.fullmatch(
-                r"([TD])(page|\d+)(?:s(\d+))?(?:p(\d+))?(?:b(\d+))?(?:m(\d+))?(?:x(\d+))?", c).groups()
+            kind, size, suffix, near, below, similar, min_score, prefix = re.fullmatch(
+                r"([TD])(page|\d+)(?:s(\d+))?(?:p(\d+))?(?:b(\d+))?(?:m(\d+))?(?:n(\d+))?(?:x(\d+))?", c).groups()
             pl = pipeline(kind)
+            similar_module.MIN_SCORE = int(min_score) / 100 if min_score is not None else MIN_SCORE
+            pl.similar_chosen = similar_module.SimilarChoices()   # a choice made under another threshold
             pl.budget = Settings().prompt_budget()
             if suffix:
                 pl.budget = replace(pl.budget, suffix_tokens=int(suffix), suffix_in_block=max(int(suffix), 64),
