@@ -1,6 +1,7 @@
 """Faults while the server runs, with the real models over stdio: the model file truncated and then deleted
-under it, a draft that is missing, a prompt larger than the context. Each gets a clear message and a graceful
-fallback (the copy in memory, target-only, a shorter prompt), never a hang or a crash."""
+under it, a draft that is missing, a prompt larger than the context, code broken above thousands of definitions.
+Each gets a clear message and a graceful fallback (the copy in memory, target-only, a shorter prompt), or simply an
+answer, never a hang or a crash."""
 from __future__ import annotations
 
 import os
@@ -197,5 +198,30 @@ def test_a_model_change_during_the_load_loads_those_models_after_it():
         text = DOC.read_text()
         s.open(DOC.as_uri(), text)
         assert complete_at_blank(s, DOC.as_uri(), text).strip()
+    finally:
+        s.close()
+
+
+def test_code_broken_above_thousands_of_definitions_is_still_completed():
+    """An unclosed `(` typed above 3,000 definitions: tree-sitter nests each definition in the one before, a tree
+    deeper than Python's recursion limit (as `x = (` typed above brotli's 470 kB dictionary table makes one
+    100,000 deep). A block asked for in such a file (Rust here) failed with "maximum recursion depth exceeded"
+    while the bracket stayed open: counting the tree's errors recursed."""
+    s = started({})
+    try:
+        for name, language, head, item, target in (
+                ("deep.rs", "rust", "let x = (", "fn f{i}(a: i32) -> i32 {{ a + {i} }}\n",
+                 "fn total(items: &[i32]) -> i32 {\n    \n}\n"),
+                ("deep.py", "python", "x = (", "def helper_{i}(a, b):\n    return a * {i} + b\n\n",
+                 "def total(items):\n    \n\n")):
+            items = [item.format(i=i) for i in range(3000)]
+            text = head + "\n" + "".join(items[:1500]) + target + "".join(items[1500:])
+            uri = f"file:///faults/{name}"
+            s.open(uri, text, language)
+            body = text[:text.index(target)].count("\n") + 1
+            for line, col in ((body, 4), (0, len(head))):
+                res = s.wait(s.inline(uri, line, col), timeout=120)
+                assert "result" in res, (name, line, res)
+        assert s.alive()
     finally:
         s.close()

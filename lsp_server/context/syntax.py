@@ -115,11 +115,15 @@ def _common_end(a: bytes, b: bytes, limit: int) -> int:
 
 
 def error_count(node: Node) -> int:
-    """ERROR and MISSING nodes under node: how broken the text is, comparable between two parses."""
-    if not node.has_error:
-        return 0
-    n = 1 if (node.is_error or node.is_missing) else 0
-    return n + sum(error_count(c) for c in node.children)
+    """ERROR and MISSING nodes under node: how broken the text is, comparable between two parses. A walk with a
+    stack of its own, not a recursion: an unclosed `(` typed above a C table of 100 kB makes a tree 100,000 deep."""
+    n, stack = 0, [node]
+    while stack:
+        node = stack.pop()
+        if node.has_error:
+            n += node.is_error or node.is_missing
+            stack.extend(node.children)
+    return n
 
 
 # grammars that accept a suite with no statement in it (`if x:` followed by a dedent) as an empty node, where
