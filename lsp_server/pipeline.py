@@ -68,7 +68,8 @@ class Plan:
     @property
     def around(self) -> postprocess.Around:
         return postprocess.Around(self.prefix, self.suffix, self.context.language, self.mode.multiline,
-                                  needs=self.context.needs, maybe_block=self.mode.maybe_block)
+                                  needs=self.context.needs, maybe_block=self.mode.maybe_block,
+                                  parsed=self.context.parsed)
 
     @property
     def writes_block(self) -> bool:

@@ -44,6 +44,8 @@ class CursorContext:
     near_files: list[tuple[str, str]] = field(default_factory=list)
     # the fast prompt's lines from elsewhere in this file like the code above the cursor (similar.py)
     similar: list[tuple[str, str]] = field(default_factory=list)
+    # (the document's text, its parse), for the post-processing's syntax checks
+    parsed: tuple | None = field(default=None, repr=False)
 
 
 class DocumentFiles:
@@ -223,7 +225,7 @@ def gather(doc: Document, line: int, col: int, others: list[Document], index: De
         else similar_lines(doc.text, line, room)
     similar = [(shown, s.text) for s in found]
     return CursorContext(prefix, suffix, doc.language, mode, outline, files, imports, needs, shown_path, repo,
-                         near_files, similar)
+                         near_files, similar, (doc.text, tree) if tree is not None else None)
 
 
 # ---- the project around the document ---------------------------------------------------------------------------
