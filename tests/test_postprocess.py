@@ -213,13 +213,19 @@ def test_the_document_s_own_parse_counts_the_errors_without_the_completion(monke
     plain = syntax_cut.apply(completion, Around(prefix, suffix, "python"))
     assert plain == "a += 1" and len(calls) == 4   # the whole, the text without it, two cuts
     calls.clear()
-    parsed = (prefix + suffix, parse(prefix + suffix, "python"))
+    tree = parse(prefix + suffix, "python")
+    calls.clear()
+    parsed = (prefix + suffix, lambda: tree)
     assert syntax_cut.apply(completion, Around(prefix, suffix, "python", parsed=parsed)) == plain
     assert len(calls) == 3 and len(prefix + suffix) not in calls
     calls.clear()
     shown = Around(prefix + "x", suffix, "python", parsed=parsed)
     syntax_cut.apply(completion, shown)
     assert len(prefix + "x" + suffix) in calls
+    # a tree no longer kept: parsed again
+    calls.clear()
+    syntax_cut.apply(completion, Around(prefix, suffix, "python", parsed=(prefix + suffix, lambda: None)))
+    assert len(prefix + suffix) in calls
 
 
 def test_a_plan_hands_the_document_s_parse_to_the_post_processing():
@@ -231,7 +237,10 @@ def test_a_plan_hands_the_document_s_parse_to_the_post_processing():
     p = Pipeline(ScriptedEngine(lambda prefix: "return w * h\n"), s.prompt_budget(), s.fast_prefix_tokens)
     text = "def area(w, h):\n    \n\nprint(area(2, 3))\n"
     plan = p.plan(CompletionRequest(Document("/t/area.py", text, "python"), 1, 4))
-    parsed_text, tree = plan.around.parsed
+    parsed_text, lookup = plan.around.parsed
     assert parsed_text == text == plan.prefix + plan.suffix
-    assert tree is p.trees.parse("/t/area.py", text, "python")
+    assert lookup() is p.trees.parse("/t/area.py", text, "python") is not None
+    # the plan does not keep the tree alive: once the document's kept parse is of another text, none
+    p.trees.parse("/t/area.py", text + "x = 1\n", "python")
+    assert lookup() is None
     assert p.finish(plan, p.generate(plan)).text == "return w * h"

@@ -44,6 +44,17 @@ def test_the_same_text_is_parsed_once():
     assert trees.parse("a.py", text, "text") is None
 
 
+def test_a_kept_tree_is_looked_up_without_parsing():
+    trees = Trees()
+    text = "def f(a):\n    return a\n"
+    assert trees.get("a.py", text, "python") is None
+    kept = trees.parse("a.py", text, "python")
+    assert trees.get("a.py", "".join(text), "python") is kept
+    assert trees.get("a.py", text + "\n", "python") is None and trees.get("a.py", text, "typescript") is None
+    assert trees.get("b.py", text, "python") is None
+    assert trees.get("a.py", text, "python") is kept   # a look-up changes nothing kept
+
+
 def test_a_tree_after_an_edit_is_a_fresh_parse_s_where_the_code_is_broken_too():
     trees = Trees()
     before = padded(CPP, "cpp")

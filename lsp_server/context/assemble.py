@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable, Sequence
 
 from .document import Document, language_for_path
@@ -44,8 +45,9 @@ class CursorContext:
     near_files: list[tuple[str, str]] = field(default_factory=list)
     # the fast prompt's lines from elsewhere in this file like the code above the cursor (similar.py)
     similar: list[tuple[str, str]] = field(default_factory=list)
-    # (the document's text, its parse), for the post-processing's syntax checks
-    parsed: tuple | None = field(default=None, repr=False)
+    # (the document's text, a lookup of its parse), for the post-processing's syntax checks: the lookup gives the
+    # kept tree while it is kept (context.syntax.Trees.get), else None; a context does not keep a tree alive
+    parsed: tuple[str, Callable[[], object]] | None = field(default=None, repr=False)
 
 
 class DocumentFiles:
@@ -224,8 +226,9 @@ def gather(doc: Document, line: int, col: int, others: list[Document], index: De
     found = similar_chosen.get(doc.path, doc.text, line, room) if similar_chosen is not None and room > 0 \
         else similar_lines(doc.text, line, room)
     similar = [(shown, s.text) for s in found]
+    lookup = partial(trees.get, doc.path, doc.text, doc.language) if trees is not None else (lambda: tree)
     return CursorContext(prefix, suffix, doc.language, mode, outline, files, imports, needs, shown_path, repo,
-                         near_files, similar, (doc.text, tree) if tree is not None else None)
+                         near_files, similar, (doc.text, lookup) if tree is not None else None)
 
 
 # ---- the project around the document ---------------------------------------------------------------------------

@@ -51,6 +51,15 @@ class Trees:
         self._last: OrderedDict[str, tuple[str, str, bytes, Tree | None]] = OrderedDict()
         self._lock = threading.Lock()
 
+    def get(self, path: str, text: str, language: str) -> Tree | None:
+        """The tree kept of exactly this text, or None (nothing is parsed): for a later stage that must not keep a
+        tree alive itself (a plan may live on in an offer, and a 1 MB file's tree holds ~40 MB)."""
+        with self._lock:
+            hit = self._last.get(path)
+        if hit is not None and hit[1] == language and (hit[0] is text or hit[0] == text):
+            return hit[3]
+        return None
+
     def parse(self, path: str, text: str, language: str) -> Tree | None:
         with self._lock:
             hit = self._last.get(path)

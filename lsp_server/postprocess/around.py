@@ -76,8 +76,9 @@ class Around:
     # the block when the model ended the middle by itself (`ended`: end of the middle, or the code below again)
     maybe_block: bool = False
     ended: bool = False
-    # (text, tree): the context stage's parse of the document, where it had one; syntax_cut counts the errors
-    # of the text without the completion from it where the text is still prefix + suffix
+    # (text, lookup): the document's text and a lookup of the context stage's parse of it (None once no longer
+    # kept); syntax_cut counts the errors of the text without the completion on it where the text is still
+    # prefix + suffix
     parsed: tuple | None = field(default=None, compare=False, repr=False)
 
     @property

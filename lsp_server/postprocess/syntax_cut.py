@@ -25,10 +25,12 @@ def _errors_without(around: Around) -> int | None:
     still the document's (a plan's prefix may have been extended by what the editor shows), saving a parse of the
     whole file (~130-200 ms for 500 kB here). That parse is a fresh parse's tree (context.syntax.Trees)."""
     if around.parsed is not None:
-        text, tree = around.parsed
+        text, lookup = around.parsed
         prefix, suffix = around.prefix, around.suffix
         if len(text) == len(prefix) + len(suffix) and text.startswith(prefix) and text.endswith(suffix):
-            return _count(around, tree)
+            tree = lookup()
+            if tree is not None:
+                return _count(around, tree)
     return _errors(around, "")
 
 
