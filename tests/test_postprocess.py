@@ -201,7 +201,7 @@ def test_a_tree_deeper_than_python_s_recursion_limit_is_counted():
 
 def test_the_document_s_own_parse_counts_the_errors_without_the_completion(monkeypatch):
     """The text without the completion is the document the context stage parsed: its tree gives that count, one
-    parse of the whole file fewer (a 500 kB file: ~130-200 ms here); the same cut as parsing it again. A plan whose
+    parse of the whole file fewer (a 500 kB file: 65-200 ms here); the same cut as parsing it again. A plan whose
     prefix was extended (what the editor shows) is not that text, and is parsed."""
     from lsp_server.context.syntax import parse
     from lsp_server.postprocess import syntax_cut
@@ -212,7 +212,6 @@ def test_the_document_s_own_parse_counts_the_errors_without_the_completion(monke
     completion = "a += 1\n        b = (\n"
     plain = syntax_cut.apply(completion, Around(prefix, suffix, "python"))
     assert plain == "a += 1" and len(calls) == 4   # the whole, the text without it, two cuts
-    calls.clear()
     tree = parse(prefix + suffix, "python")
     calls.clear()
     parsed = (prefix + suffix, lambda: tree)
