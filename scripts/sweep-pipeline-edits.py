@@ -17,7 +17,8 @@ rng = random.Random(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
 EDITS = ["(", "[", "{", "}", ")", "\"", "'", "/*", "\"\"\"", "`", "if (", "def f(", "fn f(", "x = ", "\t", "\\", "#", "//", "<", "=>", "\r\n", "é", "😀"]
 answer = {"text": ""}
 s = Settings()
-pipes = [Pipeline(ScriptedEngine(lambda prefix: answer["text"], token_s=1e-6, step_s=0.0), s.prompt_budget(), s.fast_prefix_tokens)]
+pl = Pipeline(ScriptedEngine(lambda prefix: answer["text"], token_s=1e-6, step_s=0.0), s.prompt_budget(),
+              s.fast_prefix_tokens)
 bugs = collections.Counter(); examples = {}
 t_end = time.time() + float(sys.argv[2] if len(sys.argv) > 2 else 300)
 files = []
@@ -45,7 +46,6 @@ while time.time() < t_end:
     answer["text"] = text[start:start + rng.choice([5, 30, 120, 400])]
     root = str(p.root) if rng.random() < 0.5 else None
     try:
-        pl = pipes[0]
         plan = pl.plan(CompletionRequest(Document(str(f), text, lang), line, col, root=root))
         for x in (plan, pl.plan_fast(plan, 192)):
             pl.finish(x, pl.generate(x))

@@ -7,6 +7,17 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 
 
+def tree_depth(tree) -> int:
+    """The deepest node's depth in a syntax tree (walked with a stack: the trees measured are deeper than Python's
+    recursion limit)."""
+    deepest, stack = 0, [(tree.root_node, 0)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in node.children)
+    return deepest
+
+
 @pytest.fixture(scope="session", autouse=True)
 def engine_runtime():
     """The shared engine processes that the tests' servers start live in a folder of this session's and are

@@ -12,6 +12,7 @@ from lsp_server.context import Document
 from lsp_server.context.syntax import parse
 from lsp_server.pipeline import CompletionRequest, Pipeline
 from lsp_server.service.settings import Settings
+from conftest import tree_depth
 from scripted import ScriptedEngine
 
 SHAPES = {
@@ -26,19 +27,10 @@ SHAPES = {
 }
 
 
-def depth(tree) -> int:
-    deepest, stack = 0, [(tree.root_node, 0)]
-    while stack:
-        node, d = stack.pop()
-        deepest = max(deepest, d)
-        stack.extend((c, d + 1) for c in node.children)
-    return deepest
-
-
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_every_stage_answers_in_a_tree_deeper_than_the_recursion_limit(shape, tmp_path):
     language, ext, text = SHAPES[shape]
-    assert depth(parse(text, language)) > sys.getrecursionlimit()
+    assert tree_depth(parse(text, language)) > sys.getrecursionlimit()
     path = tmp_path / f"deep.{ext}"
     path.write_text(text)
     lines = text.split("\n")

@@ -183,16 +183,12 @@ def test_a_tree_deeper_than_python_s_recursion_limit_is_counted():
     `x = (` typed above brotli's 470 kB dictionary table, 100,000 deep). Counting its errors recursively failed the
     request with a RecursionError."""
     import sys
+    from conftest import tree_depth
     from lsp_server.context.syntax import error_count, parse
     from lsp_server.postprocess import syntax_cut
     items = "".join(f"fn f{i}(a: i32) -> i32 {{ a + {i} }}\n" for i in range(3000))
     tree = parse("let x = (\n" + items, "rust")
-    deepest, stack = 0, [(tree.root_node, 0)]
-    while stack:
-        node, d = stack.pop()
-        deepest = max(deepest, d)
-        stack.extend((c, d + 1) for c in node.children)
-    assert deepest > sys.getrecursionlimit()
+    assert tree_depth(tree) > sys.getrecursionlimit()
     assert error_count(tree.root_node) == 2 * 3000 + 2   # as for 10 functions: 22, 100: 202
     # the cut that leaves the fewest errors: the line that closes the `(`, not the one that opens another
     around = Around("let x = (", "\n" + items, "rust", multiline=True)

@@ -51,21 +51,23 @@ class Trees:
         self._last: OrderedDict[str, tuple[str, str, bytes, Tree | None]] = OrderedDict()
         self._lock = threading.Lock()
 
+    def _kept(self, path: str, text: str, language: str) -> tuple[tuple | None, bool]:
+        """The document's kept entry in this language (or None), and whether it is of exactly this text."""
+        with self._lock:
+            hit = self._last.get(path)
+        if hit is None or hit[1] != language:
+            return None, False
+        return hit, hit[0] is text or hit[0] == text
+
     def get(self, path: str, text: str, language: str) -> Tree | None:
         """The tree kept of exactly this text, or None (nothing is parsed): for a later stage that must not keep a
         tree alive itself (a plan may live on in an offer, and a 1 MB file's tree holds ~40 MB)."""
-        with self._lock:
-            hit = self._last.get(path)
-        if hit is not None and hit[1] == language and (hit[0] is text or hit[0] == text):
-            return hit[3]
-        return None
+        hit, same = self._kept(path, text, language)
+        return hit[3] if same else None
 
     def parse(self, path: str, text: str, language: str) -> Tree | None:
-        with self._lock:
-            hit = self._last.get(path)
-        if hit is not None and hit[1] != language:
-            hit = None
-        if hit is not None and (hit[0] is text or hit[0] == text):
+        hit, same = self._kept(path, text, language)
+        if same:
             return hit[3]
         parser, data = parser_for(language), text.encode("utf-8")
         if parser is None or len(data) > MAX_PARSE_BYTES:
