@@ -499,3 +499,57 @@ async def test_an_edit_s_request_trims_the_running_fill_and_its_steps_are_not_wo
     await asyncio.sleep(REFOCUS_DELAY_S + 0.3)
     assert moved in seen
     svc.filler.stop()
+
+
+async def test_a_move_is_filled_at_once_and_an_edit_after_the_pause():
+    """The clients report a move once the cursor has rested, and no request follows it: its fill starts at once
+    (the pause would only delay what a later request there finds evaluated), also where it comes while a fill for
+    another place runs. An edit's request follows the edit: its fill waits for the pause (warmupPauseMs)."""
+    long = "\n".join(f"x{i} = {i}" for i in range(400)) + "\n" + TEXT
+    svc, engine = service(warmup_pause_ms=1500, token_s=0.001)   # the page: ~800 tokens, 0.8 s
+    seen = counting_steps(svc)
+    first = request(long, 100, 0)
+    svc.cursor_moved(URI, first)
+    assert await until(lambda: first in seen, 0.5), "a move's fill waited for the pause"
+    while svc.filler.step is None:
+        await asyncio.sleep(0.005)
+    second = request(long, 350, 0)
+    svc.cursor_moved(URI, second)                   # while the first place's fill runs
+    assert await until(lambda: svc.filler.step is not None and svc.filler.focus == (URI, second)
+                       and seen.count(second) >= 2, 1.0), seen   # its steps (the refocus), then its own fill
+    svc.filler.stop()
+    assert await until(lambda: not svc.filler.busy(), 5)
+    runs = svc.filler.stats.runs
+    typed = request(long.replace("x5 = 5", "x5 = 55"), 5, 6)
+    svc.schedule_warmup(URI, typed, edit=True)
+    await asyncio.sleep(0.5)
+    assert svc.filler.stats.runs == runs and typed not in seen, "an edit's fill did not wait for the pause"
+    assert await until(lambda: typed in seen, 3)
+    svc.filler.stop()
+
+
+async def test_a_move_while_the_fill_works_out_its_steps_takes_the_fill_to_the_new_place():
+    """A move that arrives while a fill is still working out its steps (a large file's plan takes a while; no step
+    runs yet, so there is none to trim) stops that fill before its first step: the old place is not filled."""
+    long = "\n".join(f"x{i} = {i}" for i in range(400)) + "\n" + TEXT
+    svc, engine = service(warmup_pause_ms=10, token_s=0.001)
+    steps, planning = svc.filler.steps, []
+
+    def slow(req, view=False):
+        planning.append(req)
+        if len(planning) == 1:
+            import time
+            time.sleep(0.3)
+        return steps(req, view)
+    svc.filler.steps = slow
+    filled: list[list[int]] = []
+    prewarm = engine.prewarm
+    engine.prewarm = lambda tokens, cancel=None, **kw: (filled.append(tokens), prewarm(tokens, cancel, **kw))[1]
+    old, new = request(long, 10, 0), request(long, 350, 0)
+    svc.cursor_moved(URI, old)
+    assert await until(lambda: planning, 1)
+    svc.cursor_moved(URI, new)                      # while the old place's steps are worked out
+    assert await until(lambda: filled, 5)
+    assert planning[-1] is new and filled[0] == steps(new)[0].tokens, (planning, len(filled))
+    assert all(t not in filled for t in (s.tokens for s in steps(old)) if t not in [s.tokens for s in steps(new)])
+    svc.filler.stop()

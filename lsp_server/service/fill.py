@@ -87,6 +87,7 @@ class Filler:
         self._timer: asyncio.TimerHandle | None = None
         self._refocus_timer: asyncio.TimerHandle | None = None
         self._running = False
+        self._at_once = False             # the focus is a move's (no request follows it): fill without the pause
 
     # ---- what the service tells it -----------------------------------------------------------------------
 
@@ -108,11 +109,15 @@ class Filler:
                 self._refocus_now(self.focus)
         if not view:
             self.svc.offers.moved(uri, req)
-        self.kick()
+        # a move's fill starts at once: the clients report a move once the cursor has rested (150 ms), and a
+        # request there finds what was evaluated meanwhile; an edit's request follows it, so its fill waits
+        self._at_once = not edit
+        self.kick(None if edit else 0)
 
     def requested(self, uri: str, req: CompletionRequest) -> None:
         """A request arrived here: it is the focus (the fill resumes for it once the model is idle)."""
         self.focus, self.viewing = (uri, req), False
+        self._at_once = False
 
     def _cancel_refocus(self) -> None:
         if self._refocus_timer is not None:
@@ -207,7 +212,9 @@ class Filler:
             engine = pipeline.engine
             offered = view   # no answer is shown where the user only reads: nothing to offer there
             for step in steps + [None]:
-                if cancel.is_set() or self.svc.pipeline is not pipeline:
+                # a newer place came while the steps were worked out (no step ran yet to refocus) or between two
+                # steps: the fill goes there (below) instead of filling an old place to its end
+                if cancel.is_set() or self.svc.pipeline is not pipeline or self.focus is not focus:
                     break
                 if not offered and (step is None or step.name == "near"):
                     # the prompt at the cursor is cached: the page's answer there, before the neighbours
@@ -243,7 +250,8 @@ class Filler:
             self.step = None
             self._running = False
         if self.focus is not focus and self.focus is not None:
-            self.kick()   # the user moved while this ran: fill for the new place
+            # the user moved while this ran: fill for the new place (at once after a move, as in want)
+            self.kick(0 if self._at_once else None)
     def steps(self, req: CompletionRequest, view: bool = False) -> list[Step]:
         """What to evaluate for a focus, in order (runs on the context thread). Where the user only reads
         (`view`), the pages alone: a fast prompt or the prompt at one line of the screen would serve a click on

@@ -84,7 +84,7 @@ class Settings:
     # behaviour
     enabled: bool = True
     languages: dict[str, bool] = field(default_factory=dict)   # {"markdown": false}; others on
-    warmup_pause_ms: int = 100        # fill ahead (fill.py) after this much idle time
+    warmup_pause_ms: int = 100        # fill ahead (fill.py) after this much idle time after an edit or an answer
     prefetch: bool = True             # after a suggestion, generate the next one as if it were accepted
     # where a suggestion came from a fast prompt, generate the page's answer once the fill has it, and tell the
     # client (tandem/betterCompletion) where it differs, so it asks again (offer.py). `tandem eval real`, first
