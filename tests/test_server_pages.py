@@ -298,3 +298,40 @@ async def test_a_cursor_move_is_taken_in_either_shape_and_a_bad_one_is_ignored(c
         await asyncio.sleep(0.1)
     s = await idle(client)
     assert s["fill"]["cursor_moves"] - before == 2, s["fill"]
+
+
+async def test_a_move_is_filled_at_once_and_an_edit_after_the_pause(client: LanguageClient):
+    """The clients report a move (or an open) once the cursor has rested: its fill starts at once, whatever the
+    pause; an edit's request follows the edit, so its fill waits for `warmupPauseMs` (set long here)."""
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {"warmupPauseMs": 60000}}))
+    await asyncio.sleep(0.3)
+    try:
+        assert (await stats(client))["settings"]["warmup_pause_ms"] == 60000
+        text = "\n".join(f"def f{i}(a, b):\n    return a * {i} + b\n" for i in range(40))
+
+        async def runs_after(before: int, seconds: float) -> int:
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < seconds:
+                n = (await stats(client))["fill"]["runs"]
+                if n > before:
+                    return n
+                await asyncio.sleep(0.05)
+            return before
+
+        before = (await stats(client))["fill"]["runs"]
+        uri, _ = open_doc(client, REAL / "at_once.py", text)
+        assert await runs_after(before, 10) > before, "an open's fill waited for the pause"
+        await idle(client)
+        before = (await stats(client))["fill"]["runs"]
+        client.protocol.notify("tandem/didMoveCursor", {"uri": uri, "position": {"line": 60, "character": 4}})
+        assert await runs_after(before, 10) > before, "a move's fill waited for the pause"
+        await idle(client)
+        before = (await stats(client))["fill"]["runs"]
+        type_text(client, uri, 2, types.Position(line=61, character=4), "x")
+        assert await runs_after(before, 3) == before, "an edit's fill did not wait for the pause"
+    finally:
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"tandem": {"warmupPauseMs": OPTIONS["warmupPauseMs"]}}))
+        await asyncio.sleep(0.3)
+    assert (await stats(client))["settings"]["warmup_pause_ms"] == OPTIONS["warmupPauseMs"]
