@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import replace
 
 import pytest
@@ -510,7 +511,7 @@ async def test_a_move_is_filled_at_once_and_an_edit_after_the_pause():
     seen = counting_steps(svc)
     first = request(long, 100, 0)
     svc.cursor_moved(URI, first)
-    assert await until(lambda: first in seen, 0.5), "a move's fill waited for the pause"
+    assert await until(lambda: first in seen, 1.0), "a move's fill waited for the pause"
     while svc.filler.step is None:
         await asyncio.sleep(0.005)
     second = request(long, 350, 0)
@@ -538,7 +539,6 @@ async def test_a_move_while_the_fill_works_out_its_steps_takes_the_fill_to_the_n
     def slow(req, view=False):
         planning.append(req)
         if len(planning) == 1:
-            import time
             time.sleep(0.3)
         return steps(req, view)
     svc.filler.steps = slow
@@ -550,6 +550,7 @@ async def test_a_move_while_the_fill_works_out_its_steps_takes_the_fill_to_the_n
     assert await until(lambda: planning, 1)
     svc.cursor_moved(URI, new)                      # while the old place's steps are worked out
     assert await until(lambda: filled, 5)
-    assert planning[-1] is new and filled[0] == steps(new)[0].tokens, (planning, len(filled))
-    assert all(t not in filled for t in (s.tokens for s in steps(old)) if t not in [s.tokens for s in steps(new)])
+    new_steps = [s.tokens for s in steps(new)]
+    assert planning[-1] is new and filled[0] == new_steps[0], (planning, len(filled))
+    assert not [s for s in steps(old) if s.tokens not in new_steps and s.tokens in filled]
     svc.filler.stop()

@@ -252,6 +252,7 @@ class Filler:
         if self.focus is not focus and self.focus is not None:
             # the user moved while this ran: fill for the new place (at once after a move, as in want)
             self.kick(0 if self._at_once else None)
+
     def steps(self, req: CompletionRequest, view: bool = False) -> list[Step]:
         """What to evaluate for a focus, in order (runs on the context thread). Where the user only reads
         (`view`), the pages alone: a fast prompt or the prompt at one line of the screen would serve a click on
