@@ -49,7 +49,7 @@ while time.time() < t_end:
         off = off + len(e)
     if rng.random() < 0.6:
         t = time.time()
-        r = s.wait(s.inline(uri, **{"line": pos(text, off)["line"], "character": pos(text, off)["character"]}), timeout=120)
+        r = s.wait(s.inline(uri, **pos(text, off)), timeout=120)
         dt = time.time() - t
         code = r["error"]["code"] if "error" in r else "result"
         codes[code] += 1; n += 1
