@@ -72,6 +72,14 @@ def test_bench_refuses_a_repeat_below_one():
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("bench", [["replay", "--limit-chars", "5"], ["visits", "--limit", "1"]])
+def test_benches_drive_the_server_command_they_are_given(bench):
+    # --server-cmd drives another checkout's server side by side; a command that is not there is said in one line
+    out = run(*bench, "--server-cmd", "/nonexistent/tandem serve", timeout=120)
+    assert out.returncode == 1 and "No such file or directory: '/nonexistent/tandem'" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 @pytest.mark.models
 def test_replay_types_a_session_against_the_real_server(tmp_path):
     out = tmp_path / "replay.json"

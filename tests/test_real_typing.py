@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import subprocess
 import time
 
@@ -153,8 +154,10 @@ def test_a_short_typing_session_against_the_real_server(tmp_path):
     (corpus / "httpx" / "models.py").write_text((REAL / "httpx_models.py").read_text(encoding="utf-8"),
                                                 encoding="utf-8")
     out = tmp_path / "typing.json"
+    # the server as a side-by-side run names another checkout's (`--server-cmd`; the default is this tandem's serve)
+    serve = shlex.join(tandem_cmd() + ["serve"])
     p = subprocess.run(tandem_cmd() + ["replay", "--real", "1", "--corpus", str(corpus), "--half", "all",
-                                       "--cps", "20", "--wait", "3", "--json", str(out)],
+                                       "--cps", "20", "--wait", "3", "--json", str(out), "--server-cmd", serve],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(out.read_text())

@@ -34,7 +34,8 @@ from ..context.syntax import parse
 from .real import load_projects
 from .real_corpus import Project
 from .real_holes import BODIES, MAX_LINES, MIN_LINES, block_bodies, body_text, cut_lines, read_source
-from .replay import Counts, Replayer, engine_running_note, engine_was_running, next_key, peak_rss_mb, running_server, server_stats
+from .replay import (Counts, Replayer, engine_running_note, engine_was_running, next_key, peak_rss_mb, running_server,
+                     server_command, server_stats)
 
 CPS = 6.0           # characters a second
 WAIT_S = 3.0        # at a line start, the longest wait for ghost text
@@ -344,7 +345,7 @@ def cli(args) -> dict:
     bodies = pick_bodies(projects, args.real, args.seed)
     if not bodies:
         raise ValueError("no function body of 3-12 lines in a file of 100-3000 lines in these projects")
-    cmd = [sys.executable, "-m", "lsp_server.cli.main", "serve"]
+    cmd = server_command(args)
     options = json.loads(args.options) if args.options else {}
     result = asyncio.run(run_real(projects, bodies, cmd, options, args.cps, args.wait, log))
     result.update(half=args.half, seed=args.seed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import shlex
 import statistics
 import sys
 import time
@@ -507,6 +508,14 @@ def print_report(r: dict, out=sys.stdout) -> None:
           f"{mark(rss is not None and rss <= TARGETS['rss_mb'])}" if rss else "  peak RSS: unknown", file=out)
 
 
+def server_command(args) -> list[str]:
+    """The server a bench drives: `--server-cmd` (another checkout's server, to compare side by side), else this
+    tandem's `serve`."""
+    if getattr(args, "server_cmd", None):
+        return shlex.split(args.server_cmd)
+    return [sys.executable, "-m", "lsp_server.cli.main", "serve"]
+
+
 def run_replay(args) -> dict:
     if getattr(args, "real", None) is not None:
         from .real_typing import cli
@@ -514,7 +523,7 @@ def run_replay(args) -> dict:
     sessions = load_sessions(Path(args.sessions) if args.sessions else default_sessions())
     if args.only:
         sessions = [s for s in sessions if s.file.name in args.only]
-    cmd = [sys.executable, "-m", "lsp_server.cli.main", "serve"]
+    cmd = server_command(args)
     options = json.loads(args.options) if args.options else {}
     result = asyncio.run(replay(sessions, cmd, speed=args.speed, limit_chars=args.limit_chars, options=options,
                                 log=lambda m: print(m, file=sys.stderr)))

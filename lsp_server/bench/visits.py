@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shlex
 import statistics
 import sys
 import time
@@ -25,7 +24,7 @@ from pygls.exceptions import JsonRpcException
 from ..service.stats import percentile
 from .fixtures import find_fixture
 from .replay import (Counts, Replayer, Typist, engine_running_note, engine_was_running, peak_rss_mb, position,
-                     replace_range, running_server, server_stats)
+                     replace_range, running_server, server_command, server_stats)
 
 THINK_S = 1.0     # finding the spot after a jump, a switch or an open, before editing
 PAUSE_S = 1.0     # after emptying the line, before asking (the measurement)
@@ -256,7 +255,7 @@ def cli(args) -> dict:
     files, visits = load_visits(Path(args.visits) if args.visits else default_visits())
     if args.limit:
         visits = visits[:args.limit]
-    cmd = shlex.split(args.server_cmd) if args.server_cmd else [sys.executable, "-m", "lsp_server.cli.main", "serve"]
+    cmd = server_command(args)
     options = json.loads(args.options) if args.options else {}
     result = asyncio.run(run_visits(files, visits, cmd, options, log=lambda m: print(m, file=sys.stderr),
                                     think_s=args.think, read_s=args.read, cursor=not args.no_cursor))

@@ -311,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--limit-chars", type=int, help="type at most this many characters per session")
     r.add_argument("--options", help="initializationOptions for the server, as JSON")
     r.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    r.add_argument("--server-cmd", help="the server to drive, as a shell command (default: this tandem's serve)")
     add_own_engine_argument(r)
     g = r.add_argument_group("typing in real projects' files (instead of the sessions)")
     g.add_argument("--real", type=int, metavar="N",
