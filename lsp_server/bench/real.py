@@ -42,6 +42,7 @@ from .halves import in_half
 from .real_corpus import PROJECTS, CorpusError, Project, cache_root, ensure, local_projects
 from .real_holes import Hole, cut_project, read_source
 from .real_score import broken, score
+from .replay import server_command
 
 VARIANTS = ("raw", "editor", "offered", "page", "editor_noproject", "offered_noproject", "page_noproject")
 SERVER_VARIANTS = VARIANTS[1:]
@@ -376,7 +377,7 @@ class Run:
     # the server's passes over one project's holes, then raw
     def run_project(self, project: Project, holes: list[Hole], load_engine) -> None:
         options = json.loads(self.args.real_options) if self.args.real_options else {}
-        cmd = [sys.executable, "-m", "lsp_server.cli.main", "serve"]
+        cmd = server_command()
         for names, extra in PASSES:
             todo = [h for h in holes if self.missing(h, names)]
             if not todo:

@@ -508,9 +508,9 @@ def print_report(r: dict, out=sys.stdout) -> None:
           f"{mark(rss is not None and rss <= TARGETS['rss_mb'])}" if rss else "  peak RSS: unknown", file=out)
 
 
-def server_command(args) -> list[str]:
-    """The server a bench drives: `--server-cmd` (another checkout's server, to compare side by side), else this
-    tandem's `serve`."""
+def server_command(args=None) -> list[str]:
+    """The server a bench drives: `--server-cmd` where the bench takes it (another checkout's server, to compare
+    side by side), else this tandem's `serve`."""
     if getattr(args, "server_cmd", None):
         return shlex.split(args.server_cmd)
     return [sys.executable, "-m", "lsp_server.cli.main", "serve"]

@@ -11,7 +11,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .replay import Counts, Replayer, Session, default_sessions, load_sessions, running_server, server_stats
+from .replay import (Counts, Replayer, Session, default_sessions, load_sessions, running_server, server_command,
+                     server_stats)
 
 # memory growth allowed from the end of the first round of sessions (the server warm) to the end
 GROWTH_LIMIT_MIB = 100
@@ -124,7 +125,7 @@ def print_report(r: dict, out=sys.stdout) -> None:
 
 def run_soak(args) -> dict:
     sessions = load_sessions(Path(args.sessions) if args.sessions else default_sessions())
-    cmd = [sys.executable, "-m", "lsp_server.cli.main", "serve"]
+    cmd = server_command()
     options = json.loads(args.options) if args.options else {}
     result = asyncio.run(soak(sessions, cmd, args.minutes, args.speed, args.patience, options, args.sample_s,
                               log=lambda m: print(m, file=sys.stderr)))
