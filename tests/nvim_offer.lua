@@ -3,7 +3,7 @@
 -- line emptied to its indentation, insert mode at its end; waits for the ghost text (a fast prompt's answer),
 -- then for the server to look at the place again once its fill has the page (its `offers` counts), and where
 -- it offered the page's answer or completed an early one (tandem/betterCompletion), for the ghost text to change
--- to it. Writes JSON.
+-- to it; notes every ghost text shown after the first. Writes JSON.
 local repo = os.getenv("TANDEM_REPO")
 package.path = repo .. "/tests/?.lua;" .. package.path
 local session = require("nvim_session")
@@ -46,8 +46,14 @@ session.run(function()
     return (o.offered or 0) + (o.same or 0) + (o.silent or 0) > (before.offered or 0) + (before.same or 0)
       + (before.silent or 0)
   end
+  -- every ghost text shown from here on, in order (a change to the server's offer, and any after it)
+  result.seen = { result.first }
+  local function watch()
+    local t = ghost.text(0) or ""
+    if t ~= "" and t ~= result.seen[#result.seen] then table.insert(result.seen, t) end
+  end
   local o
-  if not wait_until(function() o = offers(); return looked(o) end, 240) then
+  if not wait_until(function() watch(); o = offers(); return looked(o) end, 240) then
     note("not looked at again"); result.offers = offers(); return finish(false)
   end
   note("looked at again")
@@ -56,12 +62,13 @@ session.run(function()
   result.completed = (o.completed or 0) - (before.completed or 0)
   if result.offered > 0 or result.completed > 0 then
     -- (asking again clears the ghost text until the answer comes)
-    wait_until(function() local t = ghost.text(0) or ""; return t ~= "" and t ~= result.first end, 15)
-    wait_until(function() return false end, 2)   -- a second notification's answer, where both came
+    wait_until(function() watch(); return #result.seen > 1 end, 15)
+    wait_until(function() watch(); return false end, 2)   -- a second notification's answer, where both came
     result.second_source = last_source()
   else
-    wait_until(function() return false end, 2)   -- nothing is to change: give it the time it would take
+    wait_until(function() watch(); return false end, 2)   -- nothing is to change: give it the time it would take
   end
+  watch()
   result.second = ghost.text(0) or ""
   result.mode = vim.fn.mode()
   vim.api.nvim_input("<Esc>")

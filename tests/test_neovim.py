@@ -71,8 +71,11 @@ def test_the_ghost_text_becomes_the_answer_the_server_offers(tmp_path):
     assert res["steps"] == ["ready", "ghost text", "looked at again"], res
     assert res["first"].strip() and res["first_source"] == "fast", res
     assert res["mode"] == "i", res
+    assert res["seen"][0] == res["first"] and res["seen"][-1] == res["second"], res
     if res["offered"] or res["completed"]:   # the page's answer offered, or the early answer's line completed
-        assert res["second"].strip() and res["second"] != res["first"], res
+        # the ghost text changed to what the server's cache answered when asked again; where both came, the
+        # page's answer may be the early answer's first lines again (shown, completed, then the page's: 3 texts)
+        assert len(res["seen"]) >= 2 and res["second"].strip(), res
         assert res["second_source"] == "cache", res
     else:
-        assert res["second"] == res["first"], res
+        assert res["seen"] == [res["first"]], res

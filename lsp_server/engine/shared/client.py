@@ -18,6 +18,7 @@ import time
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import asdict, replace
+from typing import BinaryIO
 
 from .. import registry
 from ..backend import BackendError
@@ -104,15 +105,16 @@ class SharedEngine:
         self.warnings: list[str] = []
         self._notices: deque[str] = deque(maxlen=8)
         self._lock = threading.Lock()            # one writer on the socket at a time
+        self._state = threading.Lock()           # the connection, whether it is down, what waits on it
         self._ids = iter(range(1, 1 << 62))
         self._pending: dict[int, queue.Queue] = {}
+        self._sent_on: dict[int, socket.socket] = {}   # request id -> the connection it went out on
         self._sock: socket.socket | None = None
         self._down: str | None = None
         self._summary: dict = {}
         self._summary_at = 0.0
-        self._connect()
-        info = self._call("info")
-        self.pid, self._draft_decision = info["pid"], info["draft_decision"]
+        info = self._connect()
+        self._draft_decision = info["draft_decision"]
         self.cfg.n_ctx, self.cfg.draft_max = info["n_ctx"], info["draft_max"]
         self.prompt_tok_s = info["prompt_tok_s"]
         self.warnings += info["warnings"]
@@ -121,26 +123,37 @@ class SharedEngine:
 
     # ---- the engine process -------------------------------------------------------------------------------
 
-    def _connect(self) -> None:
-        """Connect to the engine process, starting it first if none answers."""
-        sock = self._try_connect()
-        if sock is None:
+    def _connect(self) -> dict:
+        """Connect to the engine process, starting it first if none answers. What it says of itself (`info`)."""
+        link = self._try_connect()
+        if link is None:
             with open(self.path + ".lock", "w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)    # another window may be starting it: wait for that one
-                sock = self._try_connect() or self._start()
-        self._sock, self._down = sock, None
-        threading.Thread(target=self._read, args=(sock,), name="tandem-engine-reader", daemon=True).start()
+                link = self._try_connect() or self._start()
+        sock, reader, info = link
+        with self._state:
+            self._sock, self._down, self.pid = sock, None, info["pid"]
+        threading.Thread(target=self._read, args=(sock, reader), name="tandem-engine-reader", daemon=True).start()
+        return info
 
-    def _try_connect(self) -> socket.socket | None:
+    def _try_connect(self) -> tuple[socket.socket, BinaryIO, dict] | None:
+        """A connection to an engine process that answers, its reading side, and what it says of itself. An engine
+        process that was just killed may still take a connection for a moment (its listening socket outlives the
+        connections it served) and drop it unanswered: a connection counts once `info` is answered on it."""
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.connect(self.path)
-            return s
-        except OSError:
+            s.settimeout(CALL_WAIT_S)
+            s.sendall(wire.dumps({"id": 0, "op": "info"}))
+            reader = s.makefile("rb")
+            info = wire.loads(reader.readline())["result"]
+            s.settimeout(None)
+            return s, reader, info
+        except (OSError, ValueError, KeyError, TypeError):
             s.close()
             return None
 
-    def _start(self) -> socket.socket:
+    def _start(self) -> tuple[socket.socket, BinaryIO, dict]:
         logfile = os.path.join(os.path.dirname(self.path), os.path.basename(self.path)[:-5] + ".log")
         cmd = [sys.executable, "-m", "lsp_server.cli.main", "engine", "--socket", self.path,
                "--idle-exit", str(self.idle_s), "--config", json.dumps(asdict(self.cfg), default=list)]
@@ -153,9 +166,9 @@ class SharedEngine:
         threading.Thread(target=proc.wait, name="tandem-engine-reaper", daemon=True).start()
         t0, said = time.monotonic(), 0.0
         while time.monotonic() - t0 < START_WAIT_S:
-            if (sock := self._try_connect()) is not None:
+            if (link := self._try_connect()) is not None:
                 self.log(f"shared engine ready (pid {proc.pid}, {time.monotonic() - t0:.1f} s)")
-                return sock
+                return link
             if proc.poll() is not None:
                 raise EngineDown(f"the engine process exited with {proc.returncode} while loading: "
                                  f"{_tail(logfile)}")
@@ -166,8 +179,7 @@ class SharedEngine:
         proc.kill()
         raise EngineDown(f"the engine process did not answer within {START_WAIT_S:.0f} s (log: {logfile})")
 
-    def _read(self, sock: socket.socket) -> None:
-        f = sock.makefile("rb")
+    def _read(self, sock: socket.socket, f: BinaryIO) -> None:
         try:
             for line in f:
                 msg = wire.loads(line)
@@ -176,35 +188,54 @@ class SharedEngine:
                     q.put(msg)
         except (OSError, ValueError):
             pass
-        if self._sock is sock:   # not a connection replaced since
-            self._lost("the shared engine process stopped")
+        self._lost(sock, "the shared engine process stopped")
 
-    def _lost(self, why: str) -> None:
-        self._down = why
-        self._notices.append(f"{why}; the next request starts it again")
-        for q in list(self._pending.values()):
+    def _lost(self, sock: socket.socket, why: str) -> None:
+        """The connection `sock` is gone: what was sent on it gets no answer, and the window is told once. Both a
+        failed send and the connection's reader find it, in either order and maybe after a new connection was
+        made: a request sent on the new one is not failed by the old one's end, nor is the window told twice."""
+        with self._state:
+            if sock is self._sock:
+                if self._down is not None:
+                    return   # said already
+                self._down = why
+                self._notices.append(f"{why}; the next request starts it again")
+            waiting = [q for rid, q in self._pending.items() if self._sent_on.get(rid) is sock]
+        for q in waiting:
             q.put({"ev": "error", "kind": "down", "message": why})
 
-    def _send(self, msg: dict) -> None:
+    def _send(self, msg: dict, opens: bool = False) -> None:
+        """`opens`: the message starts a request (its answers come on this connection, or an error if it ends)."""
         with self._lock:
             if self._down is not None or self._sock is None:
                 self._connect()
+            sock = self._sock
+            if opens:
+                with self._state:
+                    self._sent_on[msg["id"]] = sock
             try:
-                self._sock.sendall(wire.dumps(msg))
+                sock.sendall(wire.dumps(msg))
             except OSError as e:
-                self._lost(f"the shared engine process cannot be reached ({e})")
-                raise EngineDown(self._down) from None
+                why = f"the shared engine process cannot be reached ({e})"
+                self._lost(sock, why)
+                raise EngineDown(self._down or why) from None
 
     def _open(self, op: str, **kw) -> tuple[int, queue.Queue]:
         rid = next(self._ids)
         q: queue.Queue = queue.Queue()
-        self._pending[rid] = q
+        with self._state:
+            self._pending[rid] = q
         try:
-            self._send({"id": rid, "op": op, **kw})
+            self._send({"id": rid, "op": op, **kw}, opens=True)
         except BaseException:
-            self._pending.pop(rid, None)
+            self._done(rid)
             raise
         return rid, q
+
+    def _done(self, rid: int) -> None:
+        with self._state:
+            self._pending.pop(rid, None)
+            self._sent_on.pop(rid, None)
 
     def _call(self, op: str, **kw):
         rid, q = self._open(op, **kw)
@@ -215,7 +246,7 @@ class SharedEngine:
                 raise EngineDown(f"the shared engine did not answer {op} within {CALL_WAIT_S:.0f} s") from None
             return self._result(msg)
         finally:
-            self._pending.pop(rid, None)
+            self._done(rid)
 
     @staticmethod
     def _result(msg: dict):
@@ -257,7 +288,7 @@ class SharedEngine:
             with self._cancel_link(rid, cancel, q, yields) as receive:
                 return self._generate_events(req, rid, receive)
         finally:
-            self._pending.pop(rid, None)
+            self._done(rid)
 
     def _generate_events(self, req: GenerationRequest, rid: int, receive) -> Generation:
         while True:
@@ -350,7 +381,7 @@ class SharedEngine:
             self._heard(msg)
             return int(self._result(msg) or 0)
         finally:
-            self._pending.pop(rid, None)
+            self._done(rid)
 
     def tune(self, speculation: bool, draft_min: int, draft_max: int, kv_store_mib: int, cache_reuse: int) -> None:
         """The engine process's settings: the last window to change them sets them for all."""
