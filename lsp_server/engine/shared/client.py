@@ -137,21 +137,7 @@ class SharedEngine:
         return info
 
     def _try_connect(self) -> tuple[socket.socket, BinaryIO, dict] | None:
-        """A connection to an engine process that answers, its reading side, and what it says of itself. An engine
-        process that was just killed may still take a connection for a moment (its listening socket outlives the
-        connections it served) and drop it unanswered: a connection counts once `info` is answered on it."""
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.connect(self.path)
-            s.settimeout(CALL_WAIT_S)
-            s.sendall(wire.dumps({"id": 0, "op": "info"}))
-            reader = s.makefile("rb")
-            info = wire.loads(reader.readline())["result"]
-            s.settimeout(None)
-            return s, reader, info
-        except (OSError, ValueError, KeyError, TypeError):
-            s.close()
-            return None
+        return _hello(self.path, CALL_WAIT_S)
 
     def _start(self) -> tuple[socket.socket, BinaryIO, dict]:
         logfile = os.path.join(os.path.dirname(self.path), os.path.basename(self.path)[:-5] + ".log")
@@ -457,20 +443,37 @@ def stop_all(folder: str | None = None) -> list[int]:
     import signal
     stopped = []
     for found in glob.glob(os.path.join(folder or runtime_dir(), "engine-*.sock")):
-        path = os.path.realpath(found)   # a link to a shorter path (`socket_path`)
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(5)
+        # a link to a shorter path (`socket_path`); none that answers: gone already
+        if (link := _hello(os.path.realpath(found), 5.0)) is None:
+            continue
+        sock, _, info = link
         try:
-            s.connect(path)
-            s.sendall(wire.dumps({"id": 1, "op": "info"}))
-            pid = wire.loads(s.makefile("rb").readline())["result"]["pid"]
-            os.kill(pid, signal.SIGTERM)
-            stopped.append(pid)
-        except (OSError, ValueError, KeyError, TypeError):
+            os.kill(info["pid"], signal.SIGTERM)
+            stopped.append(info["pid"])
+        except (OSError, KeyError, TypeError):
             pass   # gone already
         finally:
-            s.close()
+            sock.close()
     return stopped
+
+
+def _hello(path: str, timeout: float) -> tuple[socket.socket, BinaryIO, dict] | None:
+    """A connection to the engine process at `path` that answers, its reading side, and what the process says of
+    itself (`info`); None where none answers within `timeout`. An engine process that was just killed may still
+    take a connection for a moment (its listening socket outlives the connections it served) and drop it
+    unanswered: a connection counts once `info` is answered on it."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendall(wire.dumps({"id": 0, "op": "info"}))
+        reader = s.makefile("rb")
+        info = wire.loads(reader.readline())["result"]
+        s.settimeout(None)
+        return s, reader, info
+    except (OSError, ValueError, KeyError, TypeError):
+        s.close()
+        return None
 
 
 def _tail(path: str, n: int = 600) -> str:
