@@ -1,6 +1,6 @@
 """Turns raw model text into what the editor shows. One filter per module; each is a pure function
 (completion, Around) -> completion, knows nothing of the engine, and has golden cases in
-tests/golden/postprocess/<filter>.toml."""
+tests/postprocess/golden/<filter>.toml."""
 from __future__ import annotations
 
 from dataclasses import replace

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts" / "gpu-costs"
 sys.path.insert(0, str(SCRIPTS))
 import random_gguf as rg  # noqa: E402

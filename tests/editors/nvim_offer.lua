@@ -1,11 +1,11 @@
--- Driven by tests/test_neovim.py: `nvim --headless --clean -u tests/nvim_offer.lua FILE LINE` (nvim 0.11), the
+-- Driven by tests/editors/test_neovim.py: `nvim --headless --clean -u tests/editors/nvim_offer.lua FILE LINE` (nvim 0.11), the
 -- plugin's own ghost text and the real server with its default settings. A far jump in a real-size file: the
 -- line emptied to its indentation, insert mode at its end; waits for the ghost text (a fast prompt's answer),
 -- then for the server to look at the place again once its fill has the page (its `offers` counts), and where
 -- it offered the page's answer or completed an early one (tandem/betterCompletion), for the ghost text to change
 -- to it; notes every ghost text shown after the first. Writes JSON.
 local repo = os.getenv("TANDEM_REPO")
-package.path = repo .. "/tests/?.lua;" .. package.path
+package.path = repo .. "/tests/editors/?.lua;" .. package.path
 local session = require("nvim_session")
 local result, note, finish, wait_until = session.result, session.note, session.finish, session.wait_until
 

@@ -1,8 +1,8 @@
--- Driven by tests/test_neovim.py: `nvim --headless --clean -u tests/nvim_accept.lua FILE` (nvim 0.11), the
+-- Driven by tests/editors/test_neovim.py: `nvim --headless --clean -u tests/editors/nvim_accept.lua FILE` (nvim 0.11), the
 -- plugin from editors/neovim, the real server. Types a statement into an empty function body as keys, waits
 -- for the popup completion the plugin asks for, accepts it with <C-y>, and writes what happened as JSON.
 local repo = os.getenv("TANDEM_REPO")
-package.path = repo .. "/tests/?.lua;" .. package.path
+package.path = repo .. "/tests/editors/?.lua;" .. package.path
 local session = require("nvim_session")
 local result, note, finish, wait_until = session.result, session.note, session.finish, session.wait_until
 

@@ -1,4 +1,4 @@
--- What tests/nvim_accept.lua, tests/nvim_ghost.lua and tests/nvim_offer.lua share: a result written as JSON to $TANDEM_RESULT, steps
+-- What tests/editors/nvim_accept.lua, tests/editors/nvim_ghost.lua and tests/editors/nvim_offer.lua share: a result written as JSON to $TANDEM_RESULT, steps
 -- noted on the way, and the test run as a coroutine resumed by a timer, so the main loop handles input, LSP and
 -- autocommands while it waits.
 local M = { result = { steps = {} } }

@@ -1,4 +1,4 @@
-"""Golden cases for each post-processing filter, one TOML file per filter in tests/golden/postprocess/:
+"""Golden cases for each post-processing filter, one TOML file per filter in tests/postprocess/golden/:
 prefix + suffix around the cursor, the raw completion, and what the filter must leave of it."""
 import tomllib
 from pathlib import Path

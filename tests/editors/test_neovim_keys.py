@@ -1,4 +1,4 @@
-"""The Neovim plugin's accept key and commands, headless, without the server (tests/nvim_keys.lua): where there is no
+"""The Neovim plugin's accept key and commands, headless, without the server (tests/editors/nvim_keys.lua): where there is no
 suggestion the key does what the mapping it replaced did, so nvim-cmp's, blink.cmp's or a snippet plugin's <Tab>
 keeps working. And :Tandem, :checkhealth tandem."""
 from nvim_helpers import run_nvim
@@ -19,7 +19,7 @@ def test_the_accept_key_falls_back_to_the_mapping_it_replaced(tmp_path):
 
 
 def test_ghost_text_on_0_11_asks_shows_and_is_taken_a_word_a_line_and_the_rest(tmp_path):
-    """The plugin's own ghost text (0.11), with a stand-in client (tests/nvim_ghost_unit.lua)."""
+    """The plugin's own ghost text (0.11), with a stand-in client (tests/editors/nvim_ghost_unit.lua)."""
     res = run_nvim(tmp_path, "nvim_ghost_unit.lua")
     assert res["lines"] == ["def area(w, h):", "    total = w * h", "    return total", "", "print(area(2, 3))"]
     # shown after the cursor: the first line inline, the rest below; each accept leaves the rest shown

@@ -1,5 +1,5 @@
 """Golden cases for the completion mode (one line, a block, or either as the model decides) at places in real
-code of Python, TypeScript and Go (tests/golden/context/mode.toml, on fixtures/real/)."""
+code of Python, TypeScript and Go (tests/context/golden/mode.toml, on fixtures/real/)."""
 import tomllib
 from pathlib import Path
 
@@ -8,8 +8,8 @@ import pytest
 from lsp_server.context.document import language_for_path as language_of
 from lsp_server.context.trigger import Mode, decide
 
-ROOT = Path(__file__).parent.parent
-CASES = tomllib.loads((ROOT / "tests" / "golden" / "context" / "mode.toml").read_text())["case"]
+ROOT = Path(__file__).resolve().parents[2]
+CASES = tomllib.loads((Path(__file__).parent / "golden" / "mode.toml").read_text())["case"]
 
 
 def place(case) -> tuple[str, str]:

@@ -1,7 +1,7 @@
 -- The plugin's own ghost text on Neovim 0.11 (editors/neovim/lua/tandem/ghost.lua), headless, with a stand-in
 -- LSP client that answers every inlineCompletion with one scripted suggestion and records what it is sent: <M-\>
 -- asks (an explicit request), <M-Right> takes the next word, <M-C-Right> the next line, <Tab> the rest; with
--- nothing shown <Tab> is a Tab. Driven by tests/test_neovim_keys.py; writes what happened as JSON.
+-- nothing shown <Tab> is a Tab. Driven by tests/editors/test_neovim_keys.py; writes what happened as JSON.
 vim.opt.rtp:prepend(os.getenv("TANDEM_REPO") .. "/editors/neovim")
 local out = {}
 local SUGGESTION = "total = w * h\n    return total"

@@ -1,9 +1,9 @@
--- Driven by tests/test_neovim.py: `nvim --headless --clean -u tests/nvim_ghost.lua FILE` (nvim 0.11), the plugin
+-- Driven by tests/editors/test_neovim.py: `nvim --headless --clean -u tests/editors/nvim_ghost.lua FILE` (nvim 0.11), the plugin
 -- from editors/neovim with its own ghost text, the real server. At the empty line of a function body waits for
 -- the ghost text, takes its next word (<M-Right>), its next line (<M-C-Right>) and the rest (<Tab>);
 -- writes what happened as JSON.
 local repo = os.getenv("TANDEM_REPO")
-package.path = repo .. "/tests/?.lua;" .. package.path
+package.path = repo .. "/tests/editors/?.lua;" .. package.path
 local session = require("nvim_session")
 local result, note, finish, wait_until = session.result, session.note, session.finish, session.wait_until
 
