@@ -14,9 +14,9 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(STAMP): $(PY) pyproject.toml scripts/install-llama-cpp.sh
+$(STAMP): $(PY) pyproject.toml evals/pyproject.toml scripts/install-llama-cpp.sh
 	bash scripts/install-llama-cpp.sh $(PY)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test]' -e ./evals
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -56,7 +56,7 @@ gpu-costs-pack: models
 	PYTHON=$(PY) bash scripts/gpu-costs/pack.sh
 
 replay: models
-	$(VENV)/bin/tandem replay --json replay.json
+	$(VENV)/bin/tandem-eval replay
 
 clean-venv:
 	rm -rf $(VENV)

@@ -22,7 +22,7 @@ def tree_depth(tree) -> int:
 def engine_runtime():
     """The shared engine processes that the tests' servers start live in a folder of this session's and are
     stopped at its end (a user's exits after engineIdleMinutes without a window), as a benchmark's do."""
-    from lsp_server.bench.own_engine import own_engine
+    from evals.common.own_engine import own_engine
     with own_engine() as folder:
         yield Path(folder)
 
@@ -53,3 +53,7 @@ def pytest_collection_modifyitems(config, items):
 
 def tandem_cmd():
     return [sys.executable, "-m", "lsp_server.cli.main"]
+
+
+def eval_cmd():
+    return [sys.executable, "-m", "evals.cli"]

@@ -9,7 +9,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from conftest import FIXTURES, tandem_cmd
-from lsp_server.bench.replay import plain
+from evals.sessions.replay import plain
 
 SERVER = ClientServerConfig(server_command=tandem_cmd() + ["serve"])
 LANGUAGE_IDS = {".py": "python", ".ts": "typescript", ".go": "go"}

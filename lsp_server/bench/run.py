@@ -1,4 +1,8 @@
-"""Plain greedy target vs Tandem on the same prompts, alternating in one run, per category."""
+"""Plain greedy target vs Tandem on the same prompts, side by side in one run, per category: `tandem bench`.
+
+A lab adds to it without changing it (evals/speed: a fixed draft-model path, shadow acceptance, a reference
+binary): more paths through the runner it passes, and a `BenchExtension` for the work after each prompt's timed
+passes, the table's extra columns and the JSON's extra keys."""
 from __future__ import annotations
 
 import json
@@ -8,17 +12,15 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Callable, Protocol
 
 from ..engine import Engine, GenerationRequest
 from ..engine.speculative import Generation
 from ..pipeline import Pipeline
 from ..prompt import PromptBudget
-from . import llama_reference
 from .chart import speedup_svg
 from .fixtures import CATEGORIES, Case, default_root, load_cases
-from .projected import ShadowLog, load_costs, shadow_report
-from . import shadow
-from .side_by_side import AGAIN, MODEL, PLAIN, TANDEM, SideBySide
+from .side_by_side import AGAIN, PLAIN, TANDEM, SideBySide
 
 NEAR_TIE = 0.5   # top-2 logit gap under which a divergence is a numerics near-tie, not a bug
 
@@ -42,9 +44,6 @@ class CategoryResult:
     category: str
     base: Tally = field(default_factory=Tally)
     spec: Tally = field(default_factory=Tally)
-    model: Tally = field(default_factory=Tally)
-    llama: Tally = field(default_factory=Tally)
-    llama_accept: list = field(default_factory=list)
     drafted: dict = field(default_factory=dict)     # drafter -> [drafted, accepted]
     prompts: int = 0
     identical: int = 0
@@ -52,6 +51,28 @@ class CategoryResult:
     prompt_tokens: int = 0
     spreads: list = field(default_factory=list)     # per prompt and path: (fastest - slowest) / fastest pass
     passes: dict = field(default_factory=dict)      # path -> per prompt, its passes
+    extra: dict = field(default_factory=dict)       # what extensions keep per category
+
+
+@dataclass
+class BenchPrompt:
+    """One prompt of the run, as the paths were given it, with every path's passes."""
+    case: Case
+    prompt: object           # the FIM prompt (tokens, stop)
+    prefix: str
+    max_tokens: int
+    passes: dict[str, list[Generation]]
+
+
+class BenchExtension(Protocol):
+    """What a lab adds to the table. `after_prompt` runs after a prompt's timed passes (untimed work);
+    `add_to_row` puts its figures into a category's row; `columns` are the table's extra cells (header, cell of a
+    row); `report` runs once after the table and returns keys for the JSON."""
+    columns: list[tuple[str, Callable[[dict], str]]]
+
+    def after_prompt(self, engine, p: BenchPrompt, result: CategoryResult) -> None: ...
+    def add_to_row(self, result: CategoryResult, row: dict, base_tok_s: float, side_by_side: bool) -> None: ...
+    def report(self, engine, results: dict[str, CategoryResult], rows: list[dict], log) -> dict: ...
 
 
 def _spread(gens: list[Generation]) -> float:
@@ -65,6 +86,13 @@ def path_seconds(prompts: list[list[Generation]], side_by_side: bool) -> list[fl
     servers), the fastest pass is the least disturbed."""
     return [statistics.fmean(g.gen_s for g in gens) if side_by_side else min(g.gen_s for g in gens)
             for gens in prompts]
+
+
+def path_tok_s(prompts: list[list[Generation]], side_by_side: bool) -> float:
+    t = Tally()
+    for gens, seconds in zip(prompts, path_seconds(prompts, side_by_side)):
+        t.add(len(gens[0].tokens), seconds)
+    return t.tok_s
 
 
 def aa_noise(plain: list[list[Generation]], again: list[list[Generation]]) -> float | None:
@@ -97,11 +125,6 @@ def _divergence(engine: Engine, prompt, prefix, case, max_tokens, base: Generati
             "speculative": engine.target.detokenize(spec.tokens[i:i + 4])}
 
 
-def _tok_s(gens: list[Generation], side_by_side: bool) -> float:
-    seconds = path_seconds([gens], side_by_side)[0]
-    return len(gens[0].tokens) / seconds if seconds else 0.0
-
-
 class _State:
     """What the controller has learned. Every Tandem pass of a prompt starts from what was learned before the
     prompt, so each pass explores and decides as a single run would (the fastest would otherwise be one that
@@ -126,7 +149,13 @@ class _State:
             self.controller.restore(self.after_first or self.before)
 
 
-def run_bench(engine: Engine, args) -> list[dict]:
+def _log(s: str) -> None:
+    print(s, file=sys.stderr, flush=True)
+
+
+def run_bench(engine: Engine, args, runner=None, extensions: tuple[BenchExtension, ...] = ()) -> list[dict]:
+    """`runner`: the paths (default: plain, plain again and Tandem side by side on the in-process engine; an
+    engine that runs its own passes, as two servers do, is its own runner)."""
     root = Path(args.fixtures) if args.fixtures else default_root()
     cats = [c.strip() for c in args.categories.split(",")] if args.categories else None
     cases = load_cases(root, cats, args.limit)
@@ -135,17 +164,10 @@ def run_bench(engine: Engine, args) -> list[dict]:
     pipe = Pipeline(engine, PromptBudget(prefix_tokens=min(1536, engine.cfg.n_ctx // 2), suffix_tokens=256,
                                          context_tokens=0))
     results: dict[str, CategoryResult] = {}
-    with_model = args.with_model_draft and engine.draft is not None
-    if args.llama_speculative and engine.draft is None:
-        raise SystemExit("tandem: --llama-speculative needs the draft model")
-    log = lambda s: print(s, file=sys.stderr, flush=True)
-    curves = load_costs(getattr(args, "costs", None))   # a bad cost file is said before the long run
-    shadows = (ShadowLog(engine.controller.learned().acceptance, engine.cfg.draft_min, engine.cfg.draft_max,
-                         tuple(engine.cfg.drafters))
-               if getattr(args, "shadow", False) else None)
-    runner = engine if hasattr(engine, "run_pass") else SideBySide(engine, with_model)
-    log(f"bench: {len(cases)} prompts, {', '.join(runner.names)}{' side by side' if runner.side_by_side else ''}, "
-        f"{args.max_tokens} tokens max, {args.repeat} pass(es)")
+    if runner is None:
+        runner = engine if hasattr(engine, "run_pass") else SideBySide(engine)
+    _log(f"bench: {len(cases)} prompts, {', '.join(runner.names)}{' side by side' if runner.side_by_side else ''}, "
+         f"{args.max_tokens} tokens max, {args.repeat} pass(es)")
     t_start = time.perf_counter()
     # warm-up: the first decode of a process pays for page faults and thread start
     warm, warm_prefix, _ = pipe.prompt_for(cases[0].document, cases[0].line, cases[0].col)
@@ -174,11 +196,8 @@ def run_bench(engine: Engine, args) -> list[dict]:
                 # the output is the text: tokens past a stop string are generated but never shown
                 same = same and got[PLAIN].text == got[TANDEM].text
             state.go_on()
-            if shadows is not None:
-                # untimed, after the timed passes: every drafter's proposal at every position of the output
-                shadows.prompts.append((case.category, shadow.record(
-                    engine, f"{case.category}/{case.name}", prompt.tokens, prefix, case.document.language,
-                    args.max_tokens, prompt.stop, tuple(engine.cfg.drafters))))
+            for ext in extensions:
+                ext.after_prompt(engine, BenchPrompt(case, prompt, prefix, args.max_tokens, passes), r)
             base, spec = (max(passes[k], key=lambda g: g.tok_s) for k in (PLAIN, TANDEM))
             for k, gens in passes.items():
                 r.passes.setdefault(k, []).append(gens)
@@ -187,103 +206,86 @@ def run_bench(engine: Engine, args) -> list[dict]:
                 d = r.drafted.setdefault(k, [0, 0])
                 d[0] += c.drafted
                 d[1] += c.accepted
-            if args.llama_speculative:
-                ref = llama_reference.run(args.llama_speculative, engine, prompt.tokens, args.max_tokens)
-                r.llama.tokens += ref["tokens"]
-                r.llama.seconds += ref["seconds"]
-                if ref["acceptance"] is not None:
-                    r.llama_accept.append(ref["acceptance"])
             if same:
                 r.identical += 1
             else:
                 r.divergences.append(_divergence(engine, prompt, prefix, case, args.max_tokens, base, spec))
             used = ", ".join(f"{k} {c.accepted}/{c.drafted}" for k, c in spec.drafters.items()) or "no drafts"
-            plain_tok_s, tandem_tok_s = (_tok_s(passes[k], runner.side_by_side) for k in (PLAIN, TANDEM))
-            log(f"[{n}/{len(cases)}] {case.category}/{case.name}: {len(base.tokens)} tokens, "
-                f"plain {plain_tok_s:.1f} tok/s, tandem {tandem_tok_s:.1f} tok/s ({used}, {spec.steps} steps, "
-                f"{spec.near_ties} near-ties re-decoded){'' if same else ', DIVERGED'}")
+            plain_tok_s, tandem_tok_s = (path_tok_s([passes[k]], runner.side_by_side) for k in (PLAIN, TANDEM))
+            _log(f"[{n}/{len(cases)}] {case.category}/{case.name}: {len(base.tokens)} tokens, "
+                 f"plain {plain_tok_s:.1f} tok/s, tandem {tandem_tok_s:.1f} tok/s ({used}, {spec.steps} steps, "
+                 f"{spec.near_ties} near-ties re-decoded){'' if same else ', DIVERGED'}")
     finally:
         if runner is not engine:
             runner.close()
 
-    rows = []
-    for cat, r in results.items():
-        for tally, k in ((r.base, PLAIN), (r.spec, TANDEM), (r.model, MODEL)):
-            for gens, seconds in zip(r.passes.get(k, []), path_seconds(r.passes.get(k, []), runner.side_by_side)):
-                tally.add(len(gens[0].tokens), seconds)
-        noise = aa_noise(r.passes[PLAIN], r.passes.get(AGAIN, []))
-        acc = {k: round(a / d, 3) if d else None for k, (d, a) in r.drafted.items()}
-        row = {"category": cat, "label": CATEGORIES.get(cat, cat), "prompts": r.prompts,
-               "tokens": r.base.tokens, "baseline_tok_s": round(r.base.tok_s, 2),
-               "spec_tok_s": round(r.spec.tok_s, 2),
-               "acceptance": acc, "drafted": {k: {"drafted": d, "accepted": a} for k, (d, a) in r.drafted.items()},
-               "speedup": round(r.spec.tok_s / r.base.tok_s, 3) if r.base.tok_s else 0.0,
-               "identical": round(r.identical / r.prompts, 3), "divergences": r.divergences,
-               "mean_prompt_tokens": round(r.prompt_tokens / r.prompts), "passes": args.repeat,
-               "spread": round(max(r.spreads, default=0.0), 4),
-               "aa_noise": round(noise, 4) if noise is not None else None}
-        if args.llama_speculative:
-            row["llama_speculative_tok_s"] = round(r.llama.tok_s, 2)
-            row["llama_speculative_speedup"] = round(r.llama.tok_s / r.base.tok_s, 3) if r.base.tok_s else 0.0
-            row["llama_speculative_acceptance"] = (round(sum(r.llama_accept) / len(r.llama_accept), 3)
-                                                   if r.llama_accept else None)
-        if with_model:
-            row["model_draft_k3_tok_s"] = round(r.model.tok_s, 2)
-            row["model_draft_k3_speedup"] = round(r.model.tok_s / r.base.tok_s, 3) if r.base.tok_s else 0.0
-        rows.append(row)
-
+    rows = [_row(r, args.repeat, runner.side_by_side, extensions) for r in results.values()]
     memory = None
     if not args.no_memory:
         from .memory import measure
-        log("measuring resident memory of the target alone and of the pair (fresh processes)...")
+        _log("measuring resident memory of the target alone and of the pair (fresh processes)...")
         memory = measure(engine.target.path, engine.draft.path if engine.draft else None, engine.cfg.n_ctx)
 
-    _print_table(rows, memory, with_model, time.perf_counter() - t_start, engine, bool(args.llama_speculative))
-    extra = shadow_report(engine, shadows, results, rows, curves, with_model, log) if shadows is not None else {}
+    print_table(rows, memory, time.perf_counter() - t_start, engine,
+                [c for ext in extensions for c in ext.columns])
+    extra = {}
+    for ext in extensions:
+        extra.update(ext.report(engine, results, rows, _log))
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "memory": memory,
                                                "costs": engine.costs.to_json() if engine.costs else None,
                                                "warnings": engine.warnings, **extra}, indent=2))
-        log(f"wrote {args.json}")
+        _log(f"wrote {args.json}")
     if args.chart:
         Path(args.chart).write_text(speedup_svg(rows, "Tandem speedup over plain greedy decoding (same run)"))
-        log(f"wrote {args.chart}")
+        _log(f"wrote {args.chart}")
     return rows
+
+
+def _row(r: CategoryResult, repeat: int, side_by_side: bool, extensions) -> dict:
+    for tally, k in ((r.base, PLAIN), (r.spec, TANDEM)):
+        for gens, seconds in zip(r.passes.get(k, []), path_seconds(r.passes.get(k, []), side_by_side)):
+            tally.add(len(gens[0].tokens), seconds)
+    noise = aa_noise(r.passes[PLAIN], r.passes.get(AGAIN, []))
+    row = {"category": r.category, "label": CATEGORIES.get(r.category, r.category), "prompts": r.prompts,
+           "tokens": r.base.tokens, "baseline_tok_s": round(r.base.tok_s, 2),
+           "spec_tok_s": round(r.spec.tok_s, 2),
+           "acceptance": {k: round(a / d, 3) if d else None for k, (d, a) in r.drafted.items()},
+           "drafted": {k: {"drafted": d, "accepted": a} for k, (d, a) in r.drafted.items()},
+           "speedup": round(r.spec.tok_s / r.base.tok_s, 3) if r.base.tok_s else 0.0,
+           "identical": round(r.identical / r.prompts, 3), "divergences": r.divergences,
+           "mean_prompt_tokens": round(r.prompt_tokens / r.prompts), "passes": repeat,
+           "spread": round(max(r.spreads, default=0.0), 4),
+           "aa_noise": round(noise, 4) if noise is not None else None}
+    for ext in extensions:
+        ext.add_to_row(r, row, r.base.tok_s, side_by_side)
+    return row
 
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x * 100:.1f}%"
 
 
-def _print_table(rows, memory, with_model, seconds, engine, with_llama=False) -> None:
+def print_table(rows, memory, seconds, engine, columns=()) -> None:
     drafters = sorted({k for r in rows for k in r["acceptance"]}) or ["ngram"]
     spec = "Tandem" if engine.costs is not None else "Server's speculation"
     head = (f"| Task type | Plain target | {spec} | " + " | ".join(f"Acceptance ({d})" for d in drafters)
-            + " | Net speedup | Spread | A/A | Identical |" + (" Model draft k=3 |" if with_model else "")
-            + (" llama-speculative-simple (k=3) |" if with_llama else ""))
+            + " | Net speedup | Spread | A/A | Identical |" + "".join(f" {h} |" for h, _ in columns))
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for r in rows:
         acc = " | ".join(f"{r['acceptance'][d] * 100:.1f}% ({r['drafted'][d]['accepted']}/{r['drafted'][d]['drafted']})"
                          if r["acceptance"].get(d) is not None else "not used" for d in drafters)
-        line = (f"| {r['label']} | {r['baseline_tok_s']:.1f} tok/s | {r['spec_tok_s']:.1f} tok/s | {acc} | "
-                f"{r['speedup']:.3f}x | {r['spread'] * 100:.1f}% | {_pct(r['aa_noise'])} | "
-                f"{r['identical'] * 100:.0f}% |")
-        if with_model:
-            line += f" {r['model_draft_k3_tok_s']:.1f} tok/s ({r['model_draft_k3_speedup']:.2f}x) |"
-        if with_llama:
-            acc = r["llama_speculative_acceptance"]
-            line += (f" {r['llama_speculative_tok_s']:.1f} tok/s ({r['llama_speculative_speedup']:.2f}x"
-                     f"{f', {acc * 100:.0f}% accepted' if acc is not None else ''}) |")
-        print(line)
+        print(f"| {r['label']} | {r['baseline_tok_s']:.1f} tok/s | {r['spec_tok_s']:.1f} tok/s | {acc} | "
+              f"{r['speedup']:.3f}x | {r['spread'] * 100:.1f}% | {_pct(r['aa_noise'])} | "
+              f"{r['identical'] * 100:.0f}% |" + "".join(f" {cell(r)} |" for _, cell in columns))
     for r in rows:
         for d in r["divergences"]:
             gap = "unknown" if d["top2_gap"] is None else f"{d['top2_gap']:.4f}"
             tie = ("near-tie" if d["near_tie"] else "NOT a near-tie" if d["top2_gap"] is not None
                    else "a server gives no logits to tell")
             print(f"divergence: {d['file']} at token {d['token_index']}: plain {d['plain']!r} vs "
-                  f"tandem {d['speculative']!r}, top-2 logit gap {gap} "
-                  f"({tie})")
+                  f"tandem {d['speculative']!r}, top-2 logit gap {gap} ({tie})")
     if memory:
         pair = memory["pair_rss_mb"]
         print(f"memory (resident, warm): target alone {memory['target_rss_mb']:,.0f} MB"

@@ -16,7 +16,6 @@ from typing import Callable
 
 from ..engine.acceptance import AcceptanceStats
 from ..engine.controller import Controller
-from ..engine.drafters import ModelDrafter
 from ..engine.speculative import Generation, GenerationRequest, generate
 
 # a path's generation, given the call that hands the turn on after each of its steps
@@ -105,47 +104,44 @@ def side_by_side(jobs: dict[str, Job], decodes: DecodeThread | None = None) -> d
         return {name: f.result() for name, f in futures.items()}
 
 
-PLAIN, AGAIN, TANDEM, MODEL = "plain", "plain again", "tandem", "model"
-FIXED_K = 3   # the MODEL path's fixed draft length, like llama.cpp's default --draft
+PLAIN, AGAIN, TANDEM = "plain", "plain again", "tandem"
 # a path's request: (speculative, fixed model draft length) -> the request
 Requests = Callable[[bool, int], GenerationRequest]
 
 
 @dataclass
-class _Path:
+class BenchPath:
     speculative: bool
     controller: Controller
     drafters: tuple = (None, None, None)      # n-gram, model, template
-    fixed: int = 0
+    fixed: int = 0                            # a fixed draft-model draft length (0: the controller's)
 
 
 class SideBySide:
     """The in-process engine's paths for the bench: plain decoding, plain decoding again (the A/A check: the
     same code, so what it reads apart is what this run cannot tell), Tandem (the engine's own controller and
-    drafters) and, asked for, a fixed draft of the draft model. Each has its own target context on the one
-    copy of the weights; the contexts go round the paths from pass to pass, and so does who steps first, so
-    neither a context's place in memory nor its place in the turn favours a path."""
+    drafters) and any `extra` paths a lab adds (with `draft_twin`, a draft-model context of their own). Each has
+    its own target context on the one copy of the weights; the contexts go round the paths from pass to pass,
+    and so does who steps first, so neither a context's place in memory nor its place in the turn favours a
+    path."""
 
     side_by_side = True
 
-    def __init__(self, engine, with_model: bool):
+    def __init__(self, engine, extra: dict[str, BenchPath] | None = None, draft_twin=None):
         self.engine = engine
-
-        def own() -> Controller:
-            # the comparison paths learn nothing that the Tandem path would then use
-            return Controller(engine.costs.snapshot(), AcceptanceStats(None), engine.cfg.draft_min,
-                              engine.cfg.draft_max)
-
-        self.paths = {PLAIN: _Path(False, own()), AGAIN: _Path(False, own()),
-                      TANDEM: _Path(engine.cfg.speculation, engine.controller,
-                                    (engine.ngram, engine.model_drafter, engine.template))}
-        self._draft_twin = None
-        if with_model:
-            self._draft_twin = engine.draft.another_context()
-            self.paths[MODEL] = _Path(True, own(), (None, ModelDrafter(self._draft_twin), None),
-                                     fixed=FIXED_K)
+        self.paths = {PLAIN: BenchPath(False, self.own_controller(engine)),
+                      AGAIN: BenchPath(False, self.own_controller(engine)),
+                      TANDEM: BenchPath(engine.cfg.speculation, engine.controller,
+                                        (engine.ngram, engine.model_drafter, engine.template)),
+                      **(extra or {})}
+        self._draft_twin = draft_twin
         self.contexts = [engine.target] + [engine.target.another_context() for _ in range(len(self.paths) - 1)]
         self.names = list(self.paths)
+
+    @staticmethod
+    def own_controller(engine) -> Controller:
+        """A comparison path's controller: it learns nothing that the Tandem path would then use."""
+        return Controller(engine.costs.snapshot(), AcceptanceStats(None), engine.cfg.draft_min, engine.cfg.draft_max)
 
     def prewarm(self, tokens: list[int]) -> None:
         self.engine.prewarm(tokens, draft=self._draft_twin is not None)
@@ -171,7 +167,7 @@ class SideBySide:
                 m.runs_on = None
 
     @staticmethod
-    def _generate(path: _Path, ctx, req: GenerationRequest, hand_on) -> Generation:
+    def _generate(path: BenchPath, ctx, req: GenerationRequest, hand_on) -> Generation:
         req.between_steps = hand_on
         ngram, model, template = path.drafters
         return generate(ctx, path.controller, req, None, ngram, model, template)

@@ -5,7 +5,7 @@ from lsp_server.context.assemble import DefinitionIndex, gather
 from lsp_server.context.similar import SKIP_ABOVE, similar_lines
 from lsp_server.prompt import PromptBudget, PromptParts, build_fast_prompt, build_prompt
 
-from test_prompt import CharTokenizer, head_of
+from chartokens import CharTokenizer, head_of
 
 # brotli's enc/brotli_bit_stream.c, shortened: every allocation is checked the same way; the check after the last
 # one is what the model should write, and a fast prompt of the nearest lines does not hold the first

@@ -110,10 +110,10 @@ def test_a_bench_pass_decodes_every_path_on_one_thread(engine, pipeline, monkeyp
     that runs the pass (a team of OpenMP threads per path slowed every decode here, docs/benchmarks.md)."""
     import llama_cpp
 
-    from lsp_server.bench.side_by_side import SideBySide
+    from evals.speed.paths import with_model_draft
 
     case, prompt = next(fixture_prompts(pipeline, 1))
-    sbs = SideBySide(engine, with_model=True)
+    sbs = with_model_draft(engine)   # plain, plain again, Tandem and a fixed draft on a draft context of its own
     threads = []
     real = llama_cpp.llama_decode
 

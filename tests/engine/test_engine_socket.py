@@ -91,7 +91,7 @@ def test_a_benchmark_gets_an_engine_of_its_own_and_stops_it(monkeypatch):
     """`tandem replay | visits | eval real` (bench/own_engine.py): the servers a run starts find the engine in a
     fresh runtime folder, not the user's (whose KV store holds what earlier runs evaluated); at the end that
     engine is stopped, the folder removed and the user's folder is the runtime folder again."""
-    from lsp_server.bench.own_engine import own_engine
+    from evals.common.own_engine import own_engine
     user = tempfile.mkdtemp(prefix="rt", dir="/tmp")
     monkeypatch.setenv("XDG_RUNTIME_DIR", user)
     cfg = EngineConfig(target_path=os.path.join(user, "t.gguf"), stats_path="")

@@ -17,7 +17,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from conftest import FIXTURES, ROOT, tandem_cmd
+from conftest import FIXTURES, ROOT, eval_cmd, tandem_cmd
 from llama_server import LlamaServer, free_port
 from lsp_helpers import blank_cursor, inline, open_doc, popup, start, stats, type_text, wait_ready
 
@@ -349,13 +349,17 @@ def test_a_server_that_answers_badly_gets_an_empty_answer_and_a_reason(bad_serve
         e.close()
 
 
+def lab(*args, timeout=300):
+    return subprocess.run(eval_cmd() + list(args), capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
 def test_bench_through_llama_server_plain_against_its_own_speculation(tmp_path):
     plain, spec = LlamaServer(slots=1), LlamaServer(draft=True, slots=1)
     try:
         plain.start()
         spec.start()
         out = tmp_path / "bench.json"
-        p = tandem("bench", "--backend", spec.url, "--backend-plain", plain.url, "--limit", "1", "--categories",
+        p = lab("speed", "--backend", spec.url, "--backend-plain", plain.url, "--limit", "1", "--categories",
                    "python-boilerplate,algorithmic", "--max-tokens", "32", "--json", str(out))
         assert p.returncode == 0, p.stderr
         rows = json.loads(out.read_text())["rows"]
@@ -364,7 +368,7 @@ def test_bench_through_llama_server_plain_against_its_own_speculation(tmp_path):
             assert r["baseline_tok_s"] > 0 and r["spec_tok_s"] > 0 and r["speedup"] > 0
         assert sum(r["drafted"].get("server", {}).get("drafted", 0) for r in rows) > 0
         assert "the server's own speculation" in p.stdout
-        alone = tandem("bench", "--backend", spec.url, "--limit", "1")
+        alone = lab("speed", "--backend", spec.url, "--limit", "1")
         assert alone.returncode == 2 and "--backend-plain" in alone.stderr
     finally:
         plain.stop()

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from lsp_server.bench.replay import engine_was_running, peak_rss_mb, rss_peak_mb, started_before
+from evals.sessions.replay import engine_was_running, peak_rss_mb, rss_peak_mb, started_before
 
 # a child that grows to ~200 MB, then shrinks back and waits: its peak stays, its size now does not
 GROW_AND_SHRINK = ("import sys, time\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, tandem_cmd
-from lsp_server.bench.humaneval import (DEFAULT_DATA, Task, default_data, editor_view, load_tasks, program,
+from conftest import ROOT, eval_cmd, tandem_cmd
+from evals.suites.humaneval import (DEFAULT_DATA, Task, default_data, editor_view, load_tasks, program,
                                         same_code, select)
-from lsp_server.bench.sandbox import Sandbox
+from evals.common.sandbox import Sandbox
 
 TASK = {"task_id": "T/0", "entry_point": "add", "prompt": "def add(a, b):\n",
         "suffix": "\n\ndef unused():\n    pass\n", "canonical_solution": "    return a + b\n",
@@ -84,18 +84,18 @@ def test_the_sandbox_scores_code_by_running_it():
 
 
 def test_shared_engine_is_refused_where_no_server_starts_before_any_model_loads():
-    """Only `eval real` starts servers: --shared-engine with another suite is a mistake, said at once (no model is
+    """Only `tandem-eval real` starts servers: the other suites have no --shared-engine, said at once (no model is
     cached where the fast tier runs this, so a load would fail otherwise)."""
     for suite in ("safim", "humaneval"):
-        shared = subprocess.run(tandem_cmd() + ["eval", suite, "--shared-engine"], cwd=ROOT,
+        shared = subprocess.run(eval_cmd() + [suite, "--shared-engine"], cwd=ROOT,
                                 capture_output=True, text=True, timeout=60)
-        assert shared.returncode == 2 and "only `tandem eval real`" in shared.stderr, shared.stderr
+        assert shared.returncode == 2 and "unrecognized arguments: --shared-engine" in shared.stderr, shared.stderr
 
 
 @pytest.mark.models
 def test_a_short_run_with_the_real_model(tmp_path):
     out = tmp_path / "eval.json"
-    p = subprocess.run(tandem_cmd() + ["eval", "humaneval", "--limit", "4", "--json", str(out)], cwd=ROOT,
+    p = subprocess.run(eval_cmd() + ["humaneval", "--limit", "4", "--json", str(out)], cwd=ROOT,
                        capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr
     assert "pass@1" in p.stdout and "speculative vs plain" in p.stdout
@@ -112,7 +112,7 @@ def test_a_short_run_with_the_real_model(tmp_path):
     # what the JSON says passed really runs
     task = load_tasks(default_data())[0]
     assert Sandbox().run(program(task, first["pipeline"]["middle"])).passed == first["pipeline"]["passed"]
-    bad = subprocess.run(tandem_cmd() + ["eval", "humaneval", "--data", str(tmp_path / "none.jsonl")], cwd=ROOT,
+    bad = subprocess.run(eval_cmd() + ["humaneval", "--data", str(tmp_path / "none.jsonl")], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cannot read" in bad.stderr
 
@@ -120,8 +120,8 @@ def test_a_short_run_with_the_real_model(tmp_path):
 @pytest.mark.models
 def test_a_long_run_resumes_from_its_json(tmp_path):
     first, second = tmp_path / "first.json", tmp_path / "second.json"
-    run = ["eval", "humaneval", "--skip", "raw", "plain", "tab"]
-    p = subprocess.run(tandem_cmd() + run + ["--limit", "2", "--json", str(first)], cwd=ROOT,
+    run = ["humaneval", "--skip", "raw", "plain", "tab"]
+    p = subprocess.run(eval_cmd() + run + ["--limit", "2", "--json", str(first)], cwd=ROOT,
                        capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr
     r = json.loads(first.read_text())
@@ -130,7 +130,7 @@ def test_a_long_run_resumes_from_its_json(tmp_path):
     r["results"][0]["pipeline"]["middle"] = "    from_the_first_run = True\n"
     r["results"][0]["pipeline"]["passed"] = True
     first.write_text(json.dumps(r))
-    p = subprocess.run(tandem_cmd() + run + ["--limit", "3", "--resume", str(first), "--json", str(second)],
+    p = subprocess.run(eval_cmd() + run + ["--limit", "3", "--resume", str(first), "--json", str(second)],
                        cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr
     assert "1 answered already" in p.stderr
@@ -140,7 +140,7 @@ def test_a_long_run_resumes_from_its_json(tmp_path):
     assert r2["results"][0]["pipeline"]["middle"] == "    from_the_first_run = True\n"
     assert r2["summary"]["pipeline"]["tasks"] == 3 and r2["summary"]["pipeline"]["passed"] >= 1
     # a JSON without the variants asked for is refused, not half used
-    p = subprocess.run(tandem_cmd() + ["eval", "humaneval", "--skip", "raw", "tab", "--limit", "3", "--resume",
+    p = subprocess.run(eval_cmd() + ["humaneval", "--skip", "raw", "tab", "--limit", "3", "--resume",
                                        str(first)], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert p.returncode != 0 and "no plain answers" in p.stderr
 
@@ -149,7 +149,7 @@ def test_a_long_run_resumes_from_its_json(tmp_path):
 def test_tab_until_done_accepts_and_asks_again_through_the_servers_path(tmp_path):
     data = ROOT / "fixtures" / "humaneval" / "multi-line-sample.jsonl"
     out = tmp_path / "tab.json"
-    p = subprocess.run(tandem_cmd() + ["eval", "humaneval", "--data", str(data), "--skip", "raw", "plain",
+    p = subprocess.run(eval_cmd() + ["humaneval", "--data", str(data), "--skip", "raw", "plain",
                                        "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr
     assert "Tab until done:" in p.stdout and "latency p50" in p.stdout

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT, tandem_cmd
-from lsp_server.bench.halves import half_of
-from lsp_server.bench.real_corpus import PROJECTS, CorpusError, Project, Spec, ensure, local_projects
-from lsp_server.bench.real_holes import (BLOCK_MAX, BLOCK_MIN, NameIndex, block_bodies, code_rows, cut_project,
+from conftest import FIXTURES, ROOT, eval_cmd, tandem_cmd
+from evals.common.halves import half_of
+from evals.real.corpus import PROJECTS, CorpusError, Project, Spec, ensure, local_projects
+from evals.real.holes import (BLOCK_MAX, BLOCK_MIN, NameIndex, block_bodies, code_rows, cut_project,
                                          holes_in_file)
-from lsp_server.bench.real_score import levenshtein, score, similarity
+from evals.real.score import levenshtein, score, similarity
 
 REAL = FIXTURES / "real"
 FIXTURE_FILES = ("httpx_models.py", "pflag_flag.go", "queryObserver.ts")
@@ -237,9 +237,9 @@ def test_a_short_run_on_local_projects_and_its_resume(tmp_path):
     corpus = fixture_corpus(tmp_path, lines=120)
     out, again = tmp_path / "real.json", tmp_path / "again.json"
     # a small page and context keep it short; the server's options go through
-    run = ["eval", "real", "--real-corpus", str(corpus), "--limit", "2", "--ctx", "2048",
+    run = ["real", "--real-corpus", str(corpus), "--limit", "2", "--ctx", "2048",
            "--real-options", '{"prefixTokens": 256}']
-    p = subprocess.run(tandem_cmd() + run + ["--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+    p = subprocess.run(eval_cmd() + run + ["--json", str(out)], cwd=ROOT, capture_output=True, text=True,
                        timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     report = json.loads(out.read_text())
@@ -273,7 +273,7 @@ def test_a_short_run_on_local_projects_and_its_resume(tmp_path):
                 assert off["text"] == ed["text"] and off["latency_ms"] == ed["latency_ms"]
     assert "first line exact by language" in p.stdout and "server, editor's pace" in p.stdout
     # resumed: nothing computed again, no server and no engine started
-    p = subprocess.run(tandem_cmd() + run + ["--resume", str(out), "--json", str(again)], cwd=ROOT,
+    p = subprocess.run(eval_cmd() + run + ["--resume", str(out), "--json", str(again)], cwd=ROOT,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     assert f"{2 * len(variants)} answers taken" in p.stderr
@@ -285,8 +285,8 @@ def test_a_short_run_on_local_projects_and_its_resume(tmp_path):
 def test_the_screen_an_editor_shows_around_a_hole_while_the_user_reads():
     """--real-view: a screen of SCREEN_LINES lines with the hole's line on it, where on it drawn from the hole (the
     same on every run, not always the middle), clipped to the file, sent as tandem/visibleRanges."""
-    from lsp_server.bench.real_holes import Hole
-    from lsp_server.bench.real_server import SCREEN_LINES, HoleVisitor
+    from evals.real.holes import Hole
+    from evals.real.server import SCREEN_LINES, HoleVisitor
 
     class Protocol:
         def __init__(self):

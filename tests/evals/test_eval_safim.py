@@ -10,10 +10,10 @@ from collections import defaultdict
 
 import pytest
 
-from conftest import ROOT, tandem_cmd
-from lsp_server.bench import safim
-from lsp_server.bench.halves import half_of
-from lsp_server.bench.safim import Runner, Task, UnitTest, editor_view, load_tasks, same_output, select, tasks_for
+from conftest import ROOT, eval_cmd, tandem_cmd
+from evals.suites import safim
+from evals.common.halves import half_of
+from evals.suites.safim import Runner, Task, UnitTest, editor_view, load_tasks, same_output, select, tasks_for
 
 needs_data = pytest.mark.skipif(not safim.DEFAULT_DATA.is_file(), reason=f"no {safim.DEFAULT_DATA}")
 
@@ -142,7 +142,7 @@ def test_a_language_without_its_toolchain_is_left_out_with_why():
     assert "dotnet" in left_out["csharp"] and {t.lang for t in picked} == {"python", "cpp", "java"}
     picked, left_out = tasks_for(args(safim_kinds=["api"], safim_languages=["csharp"]), safim.DEFAULT_DATA)
     assert not left_out and len(picked) == 21   # API tasks need no compiler
-    p = subprocess.run(tandem_cmd() + ["eval", "safim", "--safim-languages", "csharp"], cwd=ROOT,
+    p = subprocess.run(eval_cmd() + ["safim", "--safim-languages", "csharp"], cwd=ROOT,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "no block/control task in csharp" in p.stderr, p.stderr
 
@@ -151,8 +151,8 @@ def test_a_language_without_its_toolchain_is_left_out_with_why():
 @needs_data
 def test_a_short_run_with_the_real_model_and_its_resumption(tmp_path):
     first, second = tmp_path / "first.json", tmp_path / "second.json"
-    run = ["eval", "safim", "--limit", "3", "--seed", "1"]
-    p = subprocess.run(tandem_cmd() + run + ["--json", str(first)], cwd=ROOT, capture_output=True, text=True,
+    run = ["safim", "--limit", "3", "--seed", "1"]
+    p = subprocess.run(eval_cmd() + run + ["--json", str(first)], cwd=ROOT, capture_output=True, text=True,
                        timeout=600)
     assert p.returncode == 0, p.stderr
     assert "pass@1" in p.stdout and "by language" in p.stdout and "csharp: block and control tasks skipped" in p.stdout
@@ -168,7 +168,7 @@ def test_a_short_run_with_the_real_model_and_its_resumption(tmp_path):
     by_id = {t.task_id: t for t in load_tasks(safim.DEFAULT_DATA)}
     res = r["results"][0]
     assert Runner().score(by_id[res["task_id"]], res["raw"]["middle"]).passed == res["raw"]["passed"]
-    p = subprocess.run(tandem_cmd() + run + ["--resume", str(first), "--json", str(second)], cwd=ROOT,
+    p = subprocess.run(eval_cmd() + run + ["--resume", str(first), "--json", str(second)], cwd=ROOT,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     assert "3 answered already" in p.stderr

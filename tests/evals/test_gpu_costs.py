@@ -74,7 +74,7 @@ def test_run_script_end_to_end_on_this_cpu(real_paths, tmp_path):
     r = subprocess.run(["bash", str(SCRIPTS / "run.sh"), str(pack), str(out)], env=env, capture_output=True,
                        text=True, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]
-    from lsp_server.bench.projection import CostCurve
+    from evals.speed.projection import CostCurve
     curve = CostCurve.load(str(out / "costs-qwen2.5-coder-1.5b.json"))
     assert sorted(curve.target_s) == list(range(1, 18)) and all(v > 0 for v in curve.target_s.values())
     assert sorted(curve.draft_batch_s) == list(range(1, 17)) and curve.draft_token_s == curve.draft_batch_s[1]

@@ -5,14 +5,14 @@ import subprocess
 
 import pytest
 
-from lsp_server.bench.projected import ShadowLog, projection_rows, reproject
-from lsp_server.bench.projection import (CostCurve, _ReplayModelDrafter, project, project_prompt, verdict)
-from lsp_server.bench.shadow import Proposal, ShadowPrompt, ShadowSummary
+from evals.speed.projected import ShadowLog, projection_rows, reproject
+from evals.speed.projection import (CostCurve, _ReplayModelDrafter, project, project_prompt, verdict)
+from evals.speed.shadow import Proposal, ShadowPrompt, ShadowSummary
 from lsp_server.engine.acceptance import AcceptanceStats
 from lsp_server.engine.controller import Controller
 from lsp_server.engine.llama import shared_prefix
 
-from conftest import tandem_cmd
+from conftest import eval_cmd, tandem_cmd
 
 PROMPT = list(range(1, 11))
 OUT = list(range(100, 120))      # 20 output tokens, ended by the model
@@ -156,27 +156,27 @@ def test_shadow_summary():
 
 
 def test_bench_refuses_bad_cost_files_before_loading_models(tmp_path):
-    r = subprocess.run(tandem_cmd() + ["bench", "--costs", str(tmp_path / "none.json")], capture_output=True,
+    r = subprocess.run(eval_cmd() + ["speed", "--costs", str(tmp_path / "none.json")], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 2 and "cannot read the cost file" in r.stderr and "Traceback" not in r.stderr
     plain = tmp_path / "plain.json"
     plain.write_text(json.dumps({"rows": []}))
-    r = subprocess.run(tandem_cmd() + ["bench", "--shadow-from", str(plain), "--costs", str(plain)],
+    r = subprocess.run(eval_cmd() + ["speed", "--shadow-from", str(plain), "--costs", str(plain)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "holds no shadow acceptance" in r.stderr
     plain.write_text(json.dumps({"shadow": {"prompts": [{"category": "x"}]}}))
-    r = subprocess.run(tandem_cmd() + ["bench", "--shadow-from", str(plain)], capture_output=True, text=True,
+    r = subprocess.run(eval_cmd() + ["speed", "--shadow-from", str(plain)], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2 and "damaged" in r.stderr and "Traceback" not in r.stderr
     # a run with shadow records but no curve of its own, and no --costs: nothing to project with
     log = ShadowLog({}, 0, 16, ("template",))
     log.prompts = [("python-boilerplate", record())]
     plain.write_text(json.dumps({"shadow": log.to_json()}))
-    r = subprocess.run(tandem_cmd() + ["bench", "--shadow-from", str(plain)], capture_output=True, text=True,
+    r = subprocess.run(eval_cmd() + ["speed", "--shadow-from", str(plain)], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2 and "give --costs FILE" in r.stderr
     # shadow records need the in-process models: refused with a server backend, before anything is reached
-    r = subprocess.run(tandem_cmd() + ["bench", "--shadow", "--backend", "http://127.0.0.1:9"], capture_output=True,
+    r = subprocess.run(eval_cmd() + ["speed", "--shadow", "--backend", "http://127.0.0.1:9"], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 2 and "not with --backend" in r.stderr
 
@@ -196,6 +196,6 @@ def test_tandem_own_work_per_step_is_charged():
     cpu = CostCurve("cpu", {n: 0.05 * n for n in range(1, 18)}, step_s=0.005)
     p = project_prompt(record(), controller(cpu, trusting()), cpu, ("template",))
     assert p.drafted == {} and p.speedup == pytest.approx(0.05 / 0.055)
-    from lsp_server.bench.projected import planning_s
+    from evals.speed.projected import planning_s
     assert planning_s({"tandem": {"loop_s": 0.0012}, "plain": {"loop_s": 0.0010}}) == pytest.approx(0.0002)
     assert planning_s({"plain": {"loop_s": 0.001}}) == 0.0

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, ROOT, tandem_cmd
-from lsp_server.bench.real_corpus import local_projects
-from lsp_server.bench.real_holes import read_source
-from lsp_server.bench.real_typing import SPAN, CarefulTypist, exact_lines, figures, p50_censored, pick_bodies
+from conftest import FIXTURES, ROOT, eval_cmd, tandem_cmd
+from evals.real.corpus import local_projects
+from evals.real.holes import read_source
+from evals.real.typing import SPAN, CarefulTypist, exact_lines, figures, p50_censored, pick_bodies
 
 REAL = FIXTURES / "real"
 
@@ -156,7 +156,7 @@ def test_a_short_typing_session_against_the_real_server(tmp_path):
     out = tmp_path / "typing.json"
     # the server as a side-by-side run names another checkout's (`--server-cmd`; the default is this tandem's serve)
     serve = shlex.join(tandem_cmd() + ["serve"])
-    p = subprocess.run(tandem_cmd() + ["replay", "--real", "1", "--corpus", str(corpus), "--half", "all",
+    p = subprocess.run(eval_cmd() + ["replay", "--real", "1", "--corpus", str(corpus), "--half", "all",
                                        "--cps", "20", "--wait", "3", "--json", str(out), "--server-cmd", serve],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -183,6 +183,6 @@ def test_a_short_typing_session_against_the_real_server(tmp_path):
     (["--real", "1", "--corpus", "/nonexistent/corpus"], "no such folder of projects"),
 ])
 def test_bad_options_get_a_clear_error_and_no_server(args, says):
-    p = subprocess.run(tandem_cmd() + ["replay"] + args, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    p = subprocess.run(eval_cmd() + ["replay"] + args, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and says in p.stderr and "Traceback" not in p.stderr
     assert "server ready" not in p.stderr

@@ -1,9 +1,9 @@
 """Shadow acceptance equals what a real speculative run accepts on the same prompts (the real models)."""
 import pytest
 
-from lsp_server.bench import shadow
+from evals.speed import shadow
 from lsp_server.bench.fixtures import default_root, load_cases
-from lsp_server.bench.projection import CostCurve, project_prompt, verdict
+from evals.speed.projection import CostCurve, project_prompt, verdict
 from lsp_server.engine import GenerationRequest
 from lsp_server.engine.acceptance import AcceptanceStats
 from lsp_server.engine.controller import Controller

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from conftest import tandem_cmd
-from lsp_server.bench.replay import default_sessions, load_sessions
-from lsp_server.bench.soak import GROWTH_LIMIT_MIB, soak
+from evals.sessions.replay import default_sessions, load_sessions
+from evals.sessions.soak import GROWTH_LIMIT_MIB, soak
 
 pytestmark = pytest.mark.models
 

@@ -9,7 +9,7 @@ import pytest
 from lsp_server import postprocess
 from lsp_server.postprocess import FILTERS, Around
 
-GOLDEN = Path(__file__).parent / "golden" / "postprocess"
+GOLDEN = Path(__file__).parent / "golden"
 
 
 def cases():

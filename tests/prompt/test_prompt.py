@@ -1,14 +1,7 @@
 """Prompt layout and budgets with a stand-in tokenizer (one token per character) and the real one."""
-from lsp_server.engine.vocab import FimTokens
+from chartokens import CharTokenizer, head_of
 from lsp_server.prompt import PromptBudget, PromptParts, build_prompt
 from lsp_server.prompt.fim import stop_strings
-
-
-class CharTokenizer:
-    fim = FimTokens(prefix=-1, suffix=-2, middle=-3, repo_name=-4, file_sep=-5)
-
-    def tokenize(self, text):
-        return [ord(c) for c in text]
 
 
 def test_psm_layout_with_repository_header():
@@ -96,11 +89,6 @@ def test_the_suffix_is_longest_at_rest_and_longer_where_the_block_goes_on():
     typing = build_prompt(CharTokenizer(), PromptParts("x = ", below), b.for_place(False))
     rest = build_prompt(CharTokenizer(), PromptParts("x = ", below), b.for_place(False, at_rest=True))
     assert typing.suffix_tokens <= 16 < rest.suffix_tokens <= 128
-
-
-def head_of(tokens: list[int]) -> str:
-    names = {-4: "<|repo_name|>", -5: "<|file_sep|>"}
-    return "".join(names.get(t, chr(t) if t >= 0 else "?") for t in tokens[:tokens.index(-1)])
 
 
 def test_the_fast_prompt_shows_the_code_below_in_its_head_and_keeps_it_while_the_user_types():

@@ -1,0 +1,75 @@
+"""The results ledger (evals/results.jsonl): one line per measurement, small enough to read. Raw result files go
+to evals/out/ (git-ignored); what is kept is the date, the commit, the machine and its speed measured at the
+time (this machine's speed moves 2x between days, so a figure means little without it), the command and the
+headline figures."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LEDGER = HERE / "results.jsonl"
+OUT = HERE / "out"
+
+# the figures a report's summary rows carry that a ledger line keeps (the rest stays in the raw file)
+HEADLINE_KEYS = ("pass_at_1", "exact_match", "exact", "tasks", "speedup", "baseline_tok_s", "spec_tok_s",
+                 "p50_ms", "p90_ms", "accepted_chars", "parses")
+
+
+def out_path(name: str) -> Path:
+    """Where a command writes its raw result by default (git-ignored)."""
+    OUT.mkdir(exist_ok=True)
+    return OUT / f"{time.strftime('%Y%m%d-%H%M%S')}-{name}.json"
+
+
+def commit() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=HERE, capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return (sha or "unknown") + ("+dirty" if dirty else "")
+
+
+def machine_speed(seconds: float = 0.5) -> dict:
+    """A fixed CPU workload's rate now (single-precision matrix products, the kind of work a CPU decode does): a
+    figure to set two ledger lines' machines side by side, not a model speed."""
+    import numpy as np
+    a = np.random.default_rng(0).standard_normal((256, 256), dtype=np.float32)
+    done, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        a @ a
+        done += 1
+    gflops = done * 2 * 256 ** 3 / (time.perf_counter() - t0) / 1e9
+    return {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "gflops": round(gflops, 1)}
+
+
+def headline(report: dict) -> dict:
+    """The figures worth a ledger line: each summary row's (or table row's) headline keys."""
+    rows = report.get("summary") or {r.get("category", str(i)): r for i, r in enumerate(report.get("rows", []))}
+    if not rows:
+        rows = report.get("by_kind") or {}
+    out = {}
+    for name, row in rows.items():
+        if isinstance(row, dict):
+            kept = {k: row[k] for k in HEADLINE_KEYS if isinstance(row.get(k), (int, float))}
+            if kept:
+                out[name] = kept
+    return out
+
+
+def record(command: list[str], report: dict, raw: Path | None, ledger: Path = LEDGER) -> dict:
+    line = {"date": datetime.date.today().isoformat(), "commit": commit(), "machine": machine_speed(),
+            "command": " ".join(command), "figures": headline(report)}
+    if raw is not None:
+        line["raw"] = str(raw)
+    with ledger.open("a") as f:
+        f.write(json.dumps(line, separators=(", ", ": ")) + "\n")
+    return line
