@@ -1,6 +1,6 @@
 """Typing through a suggestion in a small file, a 450 kB one and a 4 MB one, through the real server over stdio:
 each keystroke's request is answered from the typing cache, so what it costs is the server's own work on the
-document (docs/quality.md, "A keystroke in a large file").
+document.
 
     .venv/bin/python scripts/probe-large-file-typing.py
 """

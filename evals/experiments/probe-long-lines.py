@@ -1,6 +1,6 @@
 """Large and long-lined files through the real server over stdio: a 1.5 MB Python file asked at its top (twice),
 and a minified bundle (one line of 2.3 MB) asked after it, at its end and before it. Prints each request's time,
-error and answer (docs/quality.md, "A line of megabytes").
+error and answer.
 
     .venv/bin/python scripts/probe-long-lines.py
 """

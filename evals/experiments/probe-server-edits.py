@@ -5,7 +5,7 @@ server's copy of each document must equal the probe's. 8 source files of 2-200 k
 corpus, and brotli's `dictionary_hash.c` (where an unclosed bracket makes a tree 47,000 deep).
 
     .venv/bin/python scripts/probe-server-edits.py SEED SECONDS"""
-import sys, random, time, glob, collections, pathlib
+import sys, random, time, collections, pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT / "tests"))
 from rawlsp import RawServer

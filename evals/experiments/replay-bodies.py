@@ -6,7 +6,7 @@ match. For a side-by-side on the bodies a change is about; run it from a worktre
     .venv/bin/python scripts/replay-bodies.py HALF OUT.json [--keys K1,K2] [--draw N] [--seeds 0-11]
                                               [--language python] [--containing '\"\"\"' ...]
 
-Example (the tune half's Python bodies with a docstring or a comment, docs/quality.md "A docstring being typed"):
+Example (the tune half's Python bodies with a docstring or a comment):
 `tune /tmp/doc.json --language python --containing '\"\"\"' "'''" '#'`."""
 import argparse
 import asyncio

@@ -294,10 +294,6 @@ def ensure(spec: Spec, cache: Path | None = None, log=print) -> Project:
                    licence_files(spec, into, root), spec.dirs)
 
 
-def fetch_all(cache: Path | None = None, log=print, names: set[str] | None = None) -> list[Project]:
-    return [ensure(s, cache, log) for s in PROJECTS if not names or s.name in names]
-
-
 def local_projects(folder: Path) -> list[Project]:
     """Each subfolder of `folder` a project; files lying in `folder` itself one more, named after it."""
     folder = Path(folder)

@@ -7,9 +7,8 @@ from lsp_server.bench.side_by_side import BenchPath, SideBySide
 from lsp_server.engine.drafters import ModelDrafter
 
 from evals.speed import llama_reference, shadow
+from evals.speed.projection import FIXED_K, MODEL
 
-MODEL = "model"
-FIXED_K = 3   # the MODEL path's fixed draft length, like llama.cpp's default --draft
 
 
 def with_model_draft(engine) -> SideBySide:

@@ -7,9 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from evals.speed.projection import CostCurve, Projected, project
+from evals.speed.projection import FIXED_K, MODEL, CostCurve, Projected, project
 from evals.speed.shadow import ShadowPrompt, ShadowSummary
-from evals.speed.paths import FIXED_K, MODEL
 from lsp_server.bench.side_by_side import PLAIN, TANDEM
 
 DRAFTER_LABELS = {"ngram": "n-gram", "template": "template", "model": "draft model"}

@@ -24,6 +24,9 @@ from lsp_server.engine.llama import shared_prefix
 from lsp_server.engine.speculative import NEAR_TIE, GenerationRequest, _choose_draft
 from evals.speed.shadow import ShadowPrompt
 
+MODEL = "model"   # the speed table's fixed draft-model path
+FIXED_K = 3        # its draft length, like llama.cpp's default --draft
+
 
 @dataclass
 class CostCurve:
@@ -112,7 +115,7 @@ class CostCurve:
         (the sizes between two it met, the ratio interpolated; beyond, the nearest one's), the draft model's costs
         times `draft_scale`. A curve measured apart, at another moment, is not always what the run's steps paid
         (this host's speed drifts; before the bench ran every decode on one thread, its paths' threads alone
-        added ~20 ms a decode, docs/benchmarks.md)."""
+        added ~20 ms a decode on a 2-core machine)."""
         base = self.cost_model()
         ratios = {n: t / base.target(n) for n, t in sorted(verify_means.items()) if t > 0}
         if not ratios:

@@ -1,6 +1,6 @@
 """Plain greedy target vs Tandem on the same prompts, side by side in one run, per category: `tandem bench`.
 
-A lab adds to it without changing it (evals/speed: a fixed draft-model path, shadow acceptance, a reference
+An evaluation lab adds to it without changing it (a fixed draft-model path, shadow acceptance, a reference
 binary): more paths through the runner it passes, and a `BenchExtension` for the work after each prompt's timed
 passes, the table's extra columns and the JSON's extra keys."""
 from __future__ import annotations
@@ -10,7 +10,6 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -26,24 +25,8 @@ NEAR_TIE = 0.5   # top-2 logit gap under which a divergence is a numerics near-t
 
 
 @dataclass
-class Tally:
-    tokens: int = 0
-    seconds: float = 0.0
-
-    def add(self, tokens: int, seconds: float) -> None:
-        self.tokens += tokens
-        self.seconds += seconds
-
-    @property
-    def tok_s(self) -> float:
-        return self.tokens / self.seconds if self.seconds else 0.0
-
-
-@dataclass
 class CategoryResult:
     category: str
-    base: Tally = field(default_factory=Tally)
-    spec: Tally = field(default_factory=Tally)
     drafted: dict = field(default_factory=dict)     # drafter -> [drafted, accepted]
     prompts: int = 0
     identical: int = 0
@@ -89,10 +72,8 @@ def path_seconds(prompts: list[list[Generation]], side_by_side: bool) -> list[fl
 
 
 def path_tok_s(prompts: list[list[Generation]], side_by_side: bool) -> float:
-    t = Tally()
-    for gens, seconds in zip(prompts, path_seconds(prompts, side_by_side)):
-        t.add(len(gens[0].tokens), seconds)
-    return t.tok_s
+    seconds = sum(path_seconds(prompts, side_by_side))
+    return sum(len(gens[0].tokens) for gens in prompts) / seconds if seconds else 0.0
 
 
 def aa_noise(plain: list[list[Generation]], again: list[list[Generation]]) -> float | None:
@@ -107,10 +88,6 @@ def aa_noise(plain: list[list[Generation]], again: list[list[Generation]]) -> fl
 def _request(prompt, prefix: str, case: Case, max_tokens: int, **kw) -> GenerationRequest:
     return GenerationRequest(prompt.tokens, max_tokens=max_tokens, stop=prompt.stop,
                              language=case.document.language, left_text=prefix, **kw)
-
-
-def _path_request(prompt, prefix: str, case: Case, max_tokens: int, speculative: bool, fixed: int):
-    return _request(prompt, prefix, case, max_tokens, speculative=speculative, fixed_model_draft=fixed)
 
 
 def _divergence(engine: Engine, prompt, prefix, case, max_tokens, base: Generation, spec: Generation) -> dict:
@@ -182,7 +159,8 @@ def run_bench(engine: Engine, args, runner=None, extensions: tuple[BenchExtensio
             # prompt evaluation is not part of generation speed (as in the article's table): done untimed, for
             # the draft model too where it may be used, as the server's warm-up does while the user types
             runner.prewarm(prompt.tokens)
-            requests = partial(_path_request, prompt, prefix, case, args.max_tokens)
+            def requests(speculative: bool, fixed: int, prompt=prompt, prefix=prefix, case=case):
+                return _request(prompt, prefix, case, args.max_tokens, speculative=speculative, fixed_model_draft=fixed)
             passes: dict = {name: [] for name in runner.names}
             same = True
             state = _State(engine)
@@ -243,27 +221,21 @@ def run_bench(engine: Engine, args, runner=None, extensions: tuple[BenchExtensio
 
 
 def _row(r: CategoryResult, repeat: int, side_by_side: bool, extensions) -> dict:
-    for tally, k in ((r.base, PLAIN), (r.spec, TANDEM)):
-        for gens, seconds in zip(r.passes.get(k, []), path_seconds(r.passes.get(k, []), side_by_side)):
-            tally.add(len(gens[0].tokens), seconds)
+    base, spec = (path_tok_s(r.passes.get(k, []), side_by_side) for k in (PLAIN, TANDEM))
     noise = aa_noise(r.passes[PLAIN], r.passes.get(AGAIN, []))
     row = {"category": r.category, "label": CATEGORIES.get(r.category, r.category), "prompts": r.prompts,
-           "tokens": r.base.tokens, "baseline_tok_s": round(r.base.tok_s, 2),
-           "spec_tok_s": round(r.spec.tok_s, 2),
+           "tokens": sum(len(gens[0].tokens) for gens in r.passes[PLAIN]), "baseline_tok_s": round(base, 2),
+           "spec_tok_s": round(spec, 2),
            "acceptance": {k: round(a / d, 3) if d else None for k, (d, a) in r.drafted.items()},
            "drafted": {k: {"drafted": d, "accepted": a} for k, (d, a) in r.drafted.items()},
-           "speedup": round(r.spec.tok_s / r.base.tok_s, 3) if r.base.tok_s else 0.0,
+           "speedup": round(spec / base, 3) if base else 0.0,
            "identical": round(r.identical / r.prompts, 3), "divergences": r.divergences,
            "mean_prompt_tokens": round(r.prompt_tokens / r.prompts), "passes": repeat,
            "spread": round(max(r.spreads, default=0.0), 4),
            "aa_noise": round(noise, 4) if noise is not None else None}
     for ext in extensions:
-        ext.add_to_row(r, row, r.base.tok_s, side_by_side)
+        ext.add_to_row(r, row, base, side_by_side)
     return row
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x * 100:.1f}%"
 
 
 def print_table(rows, memory, seconds, engine, columns=()) -> None:
@@ -277,7 +249,7 @@ def print_table(rows, memory, seconds, engine, columns=()) -> None:
         acc = " | ".join(f"{r['acceptance'][d] * 100:.1f}% ({r['drafted'][d]['accepted']}/{r['drafted'][d]['drafted']})"
                          if r["acceptance"].get(d) is not None else "not used" for d in drafters)
         print(f"| {r['label']} | {r['baseline_tok_s']:.1f} tok/s | {r['spec_tok_s']:.1f} tok/s | {acc} | "
-              f"{r['speedup']:.3f}x | {r['spread'] * 100:.1f}% | {_pct(r['aa_noise'])} | "
+              f"{r['speedup']:.3f}x | {r['spread'] * 100:.1f}% | {'-' if r['aa_noise'] is None else format(r['aa_noise'], '.1%')} | "
               f"{r['identical'] * 100:.0f}% |" + "".join(f" {cell(r)} |" for _, cell in columns))
     for r in rows:
         for d in r["divergences"]:

@@ -56,8 +56,8 @@ class Rotation:
 class DecodeThread:
     """The thread that made it runs what the paths' threads ask of it (`LlamaModel.runs_on`): every decode of a
     run on the one thread that decodes everything else in this process. llama.cpp runs a batch on an OpenMP team
-    of the calling thread, and with a team per path every decode, of every path, ran about 20 ms slower here
-    (docs/benchmarks.md, "What the bench's own threads cost"). A hand-over costs two thread wake-ups a decode."""
+    of the calling thread, and with a team per path every decode, of every path, ran about 20 ms slower on a
+    2-core machine. A hand-over costs two thread wake-ups a decode."""
 
     def __init__(self):
         self.owner = threading.get_ident()

@@ -5,7 +5,6 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 from .. import __version__
 
@@ -127,7 +126,7 @@ def cmd_complete(args) -> None:
 
 
 def cmd_serve(args) -> None:
-    from ..protocol.server import serve
+    from ..protocol.app import serve
     serve(tcp_port=args.tcp, host=args.host)
 
 
@@ -147,7 +146,7 @@ def cmd_engine(args) -> None:
 
 
 def add_bench_arguments(b) -> None:
-    """`tandem bench`'s options (evals/speed adds the lab's to the same)."""
+    """`tandem bench`'s options (a lab's own speed command adds its options to the same)."""
     from .options import add_engine_options
     b.add_argument("--chart", metavar="PATH", help="write an SVG bar chart of the speedups")
     b.add_argument("--fixtures", default=None, help="fixture folder (default: fixtures/bench)")

@@ -1,4 +1,5 @@
 """The only stage that knows LSP: handlers that turn editor messages into pipeline requests and back."""
-from .server import TandemServer, build_server
+from .app import build_server
+from .server import TandemServer
 
 __all__ = ["TandemServer", "build_server"]

@@ -107,7 +107,7 @@ def test_paths_side_by_side_on_contexts_of_one_copy_of_the_weights(engine, pipel
 
 def test_a_bench_pass_decodes_every_path_on_one_thread(engine, pipeline, monkeypatch):
     """The bench's paths take turns on threads of their own, but every llama_decode of a pass runs on the thread
-    that runs the pass (a team of OpenMP threads per path slowed every decode here, docs/benchmarks.md)."""
+    that runs the pass (a team of OpenMP threads per path slowed every decode here by ~20 ms)."""
     import llama_cpp
 
     from evals.speed.paths import with_model_draft

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, eval_cmd, tandem_cmd
+from conftest import ROOT, eval_cmd
 from evals.suites.humaneval import (DEFAULT_DATA, Task, default_data, editor_view, load_tasks, program,
                                         same_code, select)
 from evals.common.sandbox import Sandbox

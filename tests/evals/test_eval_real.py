@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT, eval_cmd, tandem_cmd
+from conftest import FIXTURES, ROOT, eval_cmd
 from evals.common.halves import half_of
 from evals.real.corpus import PROJECTS, CorpusError, Project, Spec, ensure, local_projects
 from evals.real.holes import (BLOCK_MAX, BLOCK_MIN, NameIndex, block_bodies, code_rows, cut_project,

@@ -10,10 +10,11 @@ from collections import defaultdict
 
 import pytest
 
-from conftest import ROOT, eval_cmd, tandem_cmd
+from conftest import ROOT, eval_cmd
 from evals.suites import safim
 from evals.common.halves import half_of
-from evals.suites.safim import Runner, Task, UnitTest, editor_view, load_tasks, same_output, select, tasks_for
+from evals.suites.programs import Runner, same_output
+from evals.suites.safim import Task, UnitTest, editor_view, load_tasks, select, tasks_for
 
 needs_data = pytest.mark.skipif(not safim.DEFAULT_DATA.is_file(), reason=f"no {safim.DEFAULT_DATA}")
 

@@ -12,7 +12,7 @@ from lsp_server.engine.acceptance import AcceptanceStats
 from lsp_server.engine.controller import Controller
 from lsp_server.engine.llama import shared_prefix
 
-from conftest import eval_cmd, tandem_cmd
+from conftest import eval_cmd
 
 PROMPT = list(range(1, 11))
 OUT = list(range(100, 120))      # 20 output tokens, ended by the model
@@ -141,7 +141,7 @@ def test_shadow_json_round_trip_and_reprojection(tmp_path, capsys):
     assert report["projection"] == projection_rows(log, [flat(0.05), CostCurve.load(str(costs))])
     printed = capsys.readouterr().out
     assert "Projected (gpu.json)" in printed and "10.000x" in printed and "1.000x" in printed
-    # a run kept gzipped (docs/results/bench-shadow.json.gz) projects the same
+    # a run kept gzipped projects the same
     packed = tmp_path / "run.json.gz"
     packed.write_bytes(gzip.compress(run.read_bytes()))
     assert reproject(str(packed), [str(costs)], None, {})["projection"] == report["projection"]
