@@ -1,7 +1,15 @@
-"""The top-level definitions of a file the document imports, as the prompt shows them: Python, TypeScript /
-JavaScript, Go and Rust, each by its own node types; a definition is shown whole when short, else by its header,
-docstring and, for a class (struct, impl, trait, interface), its members' headers; its members' names are kept
-for the ranking (`obj.member` near the cursor uses the class)."""
+"""The top-level definitions of a file, as the prompt shows another file's code: one Definition for both places
+that show them, by two rules.
+
+- An imported file (definitions, file_definitions): Python, TypeScript / JavaScript, Go and Rust, each by its
+  own node types; a definition is shown whole when short, else by its header, docstring and, for a class
+  (struct, impl, trait, interface), its members' headers; its members' names are kept for the ranking
+  (`obj.member` near the cursor uses the class).
+- An open document (extract): any language with a grammar, by the node types' names; a definition is shown
+  whole when short, else by its header and its members' headers.
+
+The two rules differ in what they take (an impl block, a Go type alias, every name of a `const a = 1, b = 2`)
+and in what they show; each is kept as it was, since a change to either changes the prompts built."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,6 +23,7 @@ FULL_LINES = 10             # definitions this short are shown whole
 DEF_MAX_LINES = 24          # longer ones by header, docstring and members' headers, at most this many lines
 DEF_MAX_CHARS = 1600
 DOC_LINES = 6               # a docstring or doc comment, at most
+FULL_DEFINITION_LINES = 12  # an open document's definitions this short are shown whole
 
 
 @dataclass(frozen=True)
@@ -22,7 +31,7 @@ class Definition:
     path: str
     name: str
     line: int                                   # 0-based
-    text: str                                   # as the prompt shows it (_summary)
+    text: str                                   # as the prompt shows it (_summary, _shown)
     members: frozenset[str] = frozenset()
     default: bool = False                       # TS/JS: the module's default export
     method: bool = False                        # Go: a method (called as x.Name)
@@ -30,6 +39,8 @@ class Definition:
 
 _defs = file_cache()   # (path, text length, text hash) -> [Definition]
 
+
+# ---- an imported file's definitions ------------------------------------------------------------------------------
 
 PY_DEFS = {"function_definition", "class_definition"}
 TS_DEFS = {"function_declaration", "generator_function_declaration", "class_declaration",
@@ -68,15 +79,22 @@ def _doc_above(before: list, node) -> str:
     return "\n".join(lines[-DOC_LINES:])
 
 
-def _name_of(node) -> str:
+def _name_of(node, imported: bool = True) -> str:
+    """The name a definition goes by ("": none). imported=False names an open document's definitions as they
+    have always been named, where a Go type_declaration goes by its first type_spec only and an impl block by
+    nothing (so extract() leaves it out): their prompts stay as they were."""
     n = node.child_by_field_name("name")
     if n is None and node.type == "type_declaration":
-        spec = next((c for c in node.children if c.type in ("type_spec", "type_alias")), None)
+        kinds = ("type_spec", "type_alias") if imported else ("type_spec",)
+        spec = next((c for c in node.children if c.type in kinds), None)
         n = spec.child_by_field_name("name") if spec is not None else None
-    if n is None and node.type == "impl_item":
+    if n is None and node.type == "impl_item" and imported:
         n = node.child_by_field_name("type")
         while n is not None and n.child_by_field_name("type") is not None:   # Foo<T> -> Foo
             n = n.child_by_field_name("type")
+    if n is None and node.type in ("lexical_declaration", "variable_declaration"):   # its first name only
+        decl = next((c for c in node.children if c.type == "variable_declarator"), None)
+        n = decl.child_by_field_name("name") if decl is not None else None
     return text_of(n) if n is not None else ""
 
 
@@ -243,3 +261,39 @@ def file_definitions(path: str, text: str) -> list[Definition]:
     return hit
 
 
+# ---- an open document's definitions ------------------------------------------------------------------------------
+
+# substrings of node types that name a definition in most grammars: an open document may be in any language
+NAMED_TYPES = ("definition", "declaration", "_item", "type_spec", "interface", "class", "function", "method")
+
+
+def extract(path: str, text: str, language: str) -> list[Definition]:
+    """The top-level definitions of an open document, in any language with a grammar (see _shown)."""
+    tree = parse(text, language)
+    if tree is None:
+        return []
+    source = text.encode("utf-8")
+    out = []
+    for node in tree.root_node.children:
+        inner = node
+        if node.type in ("export_statement", "decorated_definition"):
+            inner = node.child_by_field_name("declaration") or node.child_by_field_name("definition") or node
+        if not any(t in inner.type for t in NAMED_TYPES):
+            continue
+        name = _name_of(inner, imported=False)
+        if name:
+            out.append(Definition(path, name, node.start_point[0], _shown(node, source)))
+    return out
+
+
+def _shown(node, source: bytes) -> str:
+    """Whole when short; else its header and its members' headers."""
+    text = text_of(node)
+    if text.count("\n") < FULL_DEFINITION_LINES or not is_scope(node):
+        return text
+    lines = [header_of(node, source)]
+    body = body_of(node)
+    for c in (body.children if body is not None else []):
+        if is_scope(c):
+            lines.append(header_of(c, source) + (" ..." if not lines[-1].endswith("{") else ""))
+    return "\n".join(lines)

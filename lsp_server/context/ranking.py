@@ -1,16 +1,44 @@
-"""In what order the definitions a document imports are worth showing: those the code near the cursor uses first
-(by closeness, by how they are named there), then those the rest of the document uses."""
+"""In what order other files' definitions are worth showing: those the code near the cursor uses first (by
+closeness, by how they are named there), then those the rest of the document uses; an open document's
+definitions by how often the document uses their names."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from .definitions import Definition
 from .imports import Candidate
+from .near_lines import head_lines, tail_lines
+
+NEAR_LINES_ABOVE, NEAR_LINES_BELOW = 30, 8
 
 IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 QUALIFIED = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:\.|::)\s*([A-Za-z_$][\w$]*)")
 ATTRIBUTE = re.compile(r"\.\s*([A-Za-z_$][\w$]*)")
 AT_CURSOR = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:\.|::)\s*([A-Za-z_$][\w$]*)?$")
+# names_near and rank_in have always split identifiers at `$` and at letters outside ASCII (`$el` counts as
+# `el`); IDENT for them would change which definitions the prompts show, so they keep this one
+ASCII_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass
+class Snippet:
+    path: str
+    text: str
+    score: float
+
+
+def names_near(prefix: str, suffix: str) -> dict[str, float]:
+    """Identifiers near the cursor, weighted by closeness."""
+    weights: dict[str, float] = {}
+    above = tail_lines(prefix, NEAR_LINES_ABOVE).split("\n")
+    for i, line in enumerate(reversed(above)):
+        for m in ASCII_IDENT.findall(line):
+            weights[m] = weights.get(m, 0.0) + 1.0 / (1 + i / 4)
+    for i, line in enumerate(head_lines(suffix, NEAR_LINES_BELOW).split("\n")):
+        for m in ASCII_IDENT.findall(line):
+            weights[m] = weights.get(m, 0.0) + 0.5 / (1 + i / 4)
+    return weights
 
 
 @dataclass
@@ -97,3 +125,11 @@ def ranked_in_file(cands: list[Candidate], text: str) -> list[Candidate]:
     return [c for _, _, c in scored]
 
 
+def rank_in(definitions: list[Definition], text: str) -> list[Snippet]:
+    """Definitions by how often a page's text uses their names (a page's choice, the same for all its cursors)."""
+    counts: dict[str, int] = {}
+    for m in ASCII_IDENT.findall(text):
+        counts[m] = counts.get(m, 0) + 1
+    scored = [Snippet(d.path, d.text, counts[d.name]) for d in definitions if d.name in counts]
+    scored.sort(key=lambda s: -s.score)
+    return scored
