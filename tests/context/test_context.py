@@ -117,6 +117,20 @@ func unrelated() {}
     assert all("unrelated" not in s.text for s in ranked)
 
 
+
+def test_an_open_documents_definitions_and_an_imported_files_are_taken_by_two_rules():
+    # as they always were (context/definitions.py): one rule for both would change the prompts
+    from lsp_server.context.definitions import definitions
+    rust = "struct Foo<T> { a: T }\nimpl<T> Foo<T> {\n    fn new() -> Self { todo!() }\n}\n"
+    assert [d.name for d in extract("a.rs", rust, "rust")] == ["Foo"]                 # no impl block
+    assert [d.name for d in definitions("a.rs", rust, "rust")] == ["Foo", "Foo"]
+    go = "package p\n\ntype A = B\n\ntype (\n\tC = D\n\tE struct{}\n)\n"
+    assert [d.name for d in extract("a.go", go, "go")] == ["E"]                       # no type alias
+    assert [d.name for d in definitions("a.go", go, "go")] == ["A", "C"]
+    ts = "export const a = 1, b = 2;\n"
+    assert [d.name for d in extract("a.ts", ts, "typescript")] == ["a"]               # the first name only
+    assert [d.name for d in definitions("a.ts", ts, "typescript")] == ["a", "b"]
+
 def test_names_near_the_cursor_weigh_more_the_closer_they_are():
     weights = names_near("far = 1\n" + "x = 0\n" * 8 + "near = $el\n", "below = 2\n")
     assert weights["near"] > weights["below"] > weights["far"] > 0
