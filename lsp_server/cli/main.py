@@ -67,7 +67,7 @@ def _die_if_down(engine) -> None:
 
 def cmd_complete(args) -> None:
     from ..context import Document, DocumentError
-    from ..context.project import find_root
+    from ..context.files import find_root
     from ..engine import ContextFullError
     from ..pipeline import CompletionRequest, Pipeline
     try:

@@ -10,15 +10,16 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Sequence
 
+from .definitions import Definition, extract
 from .document import Document, language_for_path
 from .exclude import Excluder, is_secret
+from .imports import Project, candidates, project_for
 from .names import needed_names
 from .near_lines import tail_lines
 from .outline import enclosing_scopes, header_of, imports_above
-from .project import IDENT, Near, Project, candidates, project_for, ranked, ranked_in_file
+from .ranking import IDENT, Near, names_near, rank_in, ranked, ranked_in_file
 from .ring import Chunk
 from .similar import SimilarChoices, similar_lines
-from .snippets import Definition, extract, names_near, rank_in
 from .syntax import Trees, byte_col, parse
 from .trigger import Mode, decide
 

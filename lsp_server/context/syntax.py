@@ -163,10 +163,5 @@ def byte_col(line_text: str, col: int) -> int:
     return len(line_text[:col].encode("utf-8"))
 
 
-def node_at(tree: Tree, line: int, line_text: str, col: int) -> Node:
-    point = (line, byte_col(line_text, col))
-    return tree.root_node.descendant_for_point_range(point, point) or tree.root_node
-
-
 def text_of(node: Node) -> str:
     return node.text.decode("utf-8", errors="replace") if node.text is not None else ""

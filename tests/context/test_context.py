@@ -2,8 +2,9 @@
 land in the prompt."""
 from lsp_server.context import Document
 from lsp_server.context.assemble import DefinitionIndex, DocumentFiles, gather
+from lsp_server.context.definitions import extract
 from lsp_server.context.outline import headers_above, imports_above
-from lsp_server.context.snippets import extract, rank
+from lsp_server.context.ranking import names_near, rank_in
 from lsp_server.context.syntax import parse
 from lsp_server.context.trigger import decide
 
@@ -95,7 +96,7 @@ def test_outline_leaves_out_what_the_window_still_shows():
     assert "def load" not in out and "class Repo" not in out and "import os" in imports_above(tree, 4)
 
 
-def test_definitions_of_other_files_ranked_by_names_near_the_cursor():
+def test_definitions_of_other_files_ranked_by_the_names_the_page_uses():
     other = '''package shop
 
 type Order struct {
@@ -111,9 +112,30 @@ func unrelated() {}
 '''
     defs = extract("shop/order.go", other, "go")
     assert {d.name for d in defs} == {"Order", "NewOrder", "unrelated"}
-    ranked = rank(defs, "func main() {\n\to := NewOrder(\"a\")\n\to.", "\n}\n")
+    ranked = rank_in(defs, "func main() {\n\to := NewOrder(\"a\")\n\to.\n}\n")
     assert [s.text.split("\n")[0] for s in ranked][:1] == ["func NewOrder(id string) *Order {"]
     assert all("unrelated" not in s.text for s in ranked)
+
+
+
+def test_an_open_documents_definitions_and_an_imported_files_are_taken_by_two_rules():
+    # as they always were (context/definitions.py): one rule for both would change the prompts
+    from lsp_server.context.definitions import definitions
+    rust = "struct Foo<T> { a: T }\nimpl<T> Foo<T> {\n    fn new() -> Self { todo!() }\n}\n"
+    assert [d.name for d in extract("a.rs", rust, "rust")] == ["Foo"]                 # no impl block
+    assert [d.name for d in definitions("a.rs", rust, "rust")] == ["Foo", "Foo"]
+    go = "package p\n\ntype A = B\n\ntype (\n\tC = D\n\tE struct{}\n)\n"
+    assert [d.name for d in extract("a.go", go, "go")] == ["E"]                       # no type alias
+    assert [d.name for d in definitions("a.go", go, "go")] == ["A", "C"]
+    ts = "export const a = 1, b = 2;\n"
+    assert [d.name for d in extract("a.ts", ts, "typescript")] == ["a"]               # the first name only
+    assert [d.name for d in definitions("a.ts", ts, "typescript")] == ["a", "b"]
+
+def test_names_near_the_cursor_weigh_more_the_closer_they_are():
+    weights = names_near("far = 1\n" + "x = 0\n" * 8 + "near = $el\n", "below = 2\n")
+    assert weights["near"] > weights["below"] > weights["far"] > 0
+    # split at `$` (and at letters outside ASCII), unlike the ranking's IDENT: what the prompts have always shown
+    assert "el" in weights and "$el" not in weights
 
 
 def test_gather_packs_snippets_and_keeps_a_stable_order():

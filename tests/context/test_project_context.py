@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from lsp_server.context import project as project_mod
+from lsp_server.context import files as files_mod
 from lsp_server.context.assemble import DefinitionIndex, DocumentFiles, gather
 from lsp_server.context.document import Document
 from lsp_server.context.exclude import Excluder, is_secret
-from lsp_server.context.project import Project, candidates, find_root, read_source
+from lsp_server.context.files import find_root, read_source
+from lsp_server.context.imports import Project, candidates, project_for
+from lsp_server.context.imports import resolve as resolve_mod
 from lsp_server.context.ring import Ring, similarity
 from lsp_server.engine.vocab import FimTokens
 from lsp_server.prompt import PromptBudget, PromptParts, build_fast_prompt, build_prompt
@@ -24,11 +26,11 @@ PROJECT = FIXTURES / "project"
 
 @pytest.fixture(autouse=True)
 def fresh_caches():
-    project_mod.clear_caches()
-    project_mod._projects.clear()
+    files_mod.clear_caches()
+    resolve_mod._projects.clear()
     yield
-    project_mod.clear_caches()
-    project_mod._projects.clear()
+    files_mod.clear_caches()
+    resolve_mod._projects.clear()
 
 
 def resolved(root: Path, rel: str) -> tuple[Project, list]:
@@ -167,8 +169,8 @@ def secret_project(tmp_path: Path) -> Path:
 def test_excluded_files_are_never_opened(tmp_path, monkeypatch):
     root = secret_project(tmp_path)
     opened: list[str] = []
-    real = project_mod._read_file
-    monkeypatch.setattr(project_mod, "_read_file", lambda path: opened.append(path) or real(path))
+    real = files_mod._read_file
+    monkeypatch.setattr(files_mod, "_read_file", lambda path: opened.append(path) or real(path))
     doc = Document.read(str(root / "src" / "shop" / "app.py"))
     env_doc = Document(str(root / "src" / "shop" / "secrets.py"), "TOKEN = 'open-secret-8'\n")   # open in the editor
     ring = Ring()
@@ -208,8 +210,8 @@ def test_the_users_own_rules_refuse_completion_where_gitignore_only_keeps_files_
     assert ex.by_user("/elsewhere/x.gen.ts") and not ex.by_user("/elsewhere/x.py")   # outside the root: by name
     assert Excluder(None, ("*.gen.ts",)).by_user("/x/y.gen.ts")
     # the setting's patterns keep files out of the project's reads from disk too
-    assert project_mod.project_for(str(tmp_path), ("*.gen.ts",)).excluder.excluded(str(tmp_path / "a.gen.ts"))
-    assert not project_mod.project_for(str(tmp_path)).excluder.excluded(str(tmp_path / "a.gen.ts"))
+    assert project_for(str(tmp_path), ("*.gen.ts",)).excluder.excluded(str(tmp_path / "a.gen.ts"))
+    assert not project_for(str(tmp_path)).excluder.excluded(str(tmp_path / "a.gen.ts"))
 
 
 def test_gitignore_files_below_the_root_and_negations(tmp_path):
