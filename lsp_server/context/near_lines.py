@@ -1,7 +1,7 @@
 """The lines next to the cursor, read outward from it with str.find: a cursor's prefix and suffix in a large file
 are megabytes each, and what the trigger, the prompt and the filters want of them is the cursor's line and the
 first few lines above or below it. Splitting the rest of the file to find those cost tens of milliseconds per use
-in a 4 MB file, several uses per keystroke (docs/quality.md, "A keystroke in a large file")."""
+in a 4 MB file, several uses per keystroke."""
 from __future__ import annotations
 
 from typing import Callable, Iterator

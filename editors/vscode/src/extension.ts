@@ -10,7 +10,7 @@ import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
 
 // the server's settings: every `tandem.*` setting package.json declares (their defaults are the server's own,
-// tests/test_editor_settings.py), less the extension's own
+// tests/editors/test_editor_settings.py), less the extension's own
 let SETTINGS: string[] = [];
 const EXTENSION_ONLY = new Set(["serverPath"]);
 

@@ -2,7 +2,7 @@
 // Playwright in Debian's Chromium. Opens a Go file, types, waits for ghost text from the real models, accepts
 // it with Tab, checks the line, and keeps a screenshot; at the end scrolls the cursor off the screen. Usage:
 //   node ui.js CODE_SERVER_DIR VSIX TANDEM_BIN WORKDIR SCREENSHOT
-// CODE_SERVER_DIR holds node_modules/code-server and node_modules/playwright-core (see tests/test_vscode.py).
+// CODE_SERVER_DIR holds node_modules/code-server and node_modules/playwright-core (see tests/editors/test_vscode.py).
 const cp = require("child_process");
 const fs = require("fs");
 const path = require("path");
