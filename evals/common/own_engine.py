@@ -3,7 +3,7 @@
 
 The engine's KV store keeps what any window evaluated. Run against the user's engine, the second run of a
 side-by-side pair found the first run's pages cached on the same files and answered from them: on 2026-12-05
-(`tandem replay --real 12`, two settings one after the other) the second run's first line starts were answered
+(`tandem-eval replay --real 12`, two settings one after the other) the second run's first line starts were answered
 by the page in 0.7-1.6 s where the first run waited 2.1-2.9 s for a fast prompt. `--shared-engine` measures with
 the user's running engine instead (as warm as daily use, and as the runs before it left it)."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`syntax_cut` with the document's kept parse against parsing the text without the completion again: the same
-cut? Every real-suite hole (`tandem eval real`'s corpus, both halves, hole seed 0), each with 5 completions made
+cut? Every real-suite hole (`tandem-eval real`'s corpus, both halves, hole seed 0), each with 5 completions made
 from its answer (whole; with a broken line after it, with and without a newline; cut halfway with a broken line and
 one more; a broken line before it), in the block and the one-line mode; prints how many cuts differ and the time
 each way.

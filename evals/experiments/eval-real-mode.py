@@ -1,6 +1,6 @@
 """The real-code holes whose completion mode a change of `context.trigger.decide` moves, answered in-process
 before and after: the server's page prompt and the fast prompt the fill prepares first (192 tokens), the same
-prompt both ways, scored like `tandem eval real` (first line exact, whole answer exact, similarities, parses).
+prompt both ways, scored like `tandem-eval real` (first line exact, whole answer exact, similarities, parses).
 No server, no timing.
 
     .venv/bin/python scripts/eval-real-mode.py OLD_TRIGGER.py OUT.json [--half tune|confirm|all] [--prompts page,fastN,...]

@@ -1,4 +1,4 @@
-"""Which prompt answers best at a new place: the real-code suite's holes (`tandem eval real`'s corpus and holes),
+"""Which prompt answers best at a new place: the real-code suite's holes (`tandem-eval real`'s corpus and holes),
 answered in-process by the server's pipeline with prompts of several shapes, scored like the suite (first line
 exact, similarities). No server, no timing: the quality each prompt shape can give, beside its size.
 
@@ -11,8 +11,8 @@ the definitions the nearest code uses in a fast prompt; `bN` N tokens of the cod
 the fast prompt's head (fastBelowTokens; default: the server's); `mN` N tokens of the lines elsewhere in the file
 like those above the cursor in the fast prompt's head (fastSimilarTokens); `nN` those lines only where their
 window's similarity is at least N/100 (`context/similar.MIN_SCORE`, default 30); `xN` a prefix budget of N tokens (the
-page's). `--ids RUN.json`: exactly the holes a `tandem eval real --json` run answered (LIMIT then caps them), to
-set the server's answers beside the prompts' on the same holes. Each answer keeps its tokens' texts and top-2 logit gaps (`pieces`, `margins`). `R` alone: raw FIM with the whole file (`tandem eval real`'s raw answer, no post-processing). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
+page's). `--ids RUN.json`: exactly the holes a `tandem-eval real --json` run answered (LIMIT then caps them), to
+set the server's answers beside the prompts' on the same holes. Each answer keeps its tokens' texts and top-2 logit gaps (`pieces`, `margins`). `R` alone: raw FIM with the whole file (`tandem-eval real`'s raw answer, no post-processing). Example: `tune 60 T96,T192,T384,Tpage,Tpages256 /tmp/prompts.json`."""
 import json
 import random
 import re

@@ -1,7 +1,7 @@
 """Random realistic edits in real files through the real server (the default settings): cursor moves, screens,
 edits (unclosed brackets, quotes, pasted pieces, deletions), inline requests at the edit and elsewhere; every
 request must get a result or a clear JSON-RPC error, never an internal error, and the server stays up; at the end the
-server's copy of each document must equal the probe's. 8 source files of 2-200 kB drawn from `tandem eval real`'s
+server's copy of each document must equal the probe's. 8 source files of 2-200 kB drawn from `tandem-eval real`'s
 corpus, and brotli's `dictionary_hash.c` (where an unclosed bracket makes a tree 47,000 deep).
 
     .venv/bin/python scripts/probe-server-edits.py SEED SECONDS"""

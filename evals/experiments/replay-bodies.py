@@ -1,4 +1,4 @@
-"""Typing in real files (`tandem replay --real`), on chosen bodies only: those of the seeded draws of a half
+"""Typing in real files (`tandem-eval replay --real`), on chosen bodies only: those of the seeded draws of a half
 (`--real N --seed S` for the seeds given) whose key (project/file:line) is listed, or whose language and text
 match. For a side-by-side on the bodies a change is about; run it from a worktree of the code before to compare
 (the server is started from the current folder). Each project's bodies on a server of its own, as the command.

@@ -1,11 +1,11 @@
-"""The post-processing of a `tandem eval humaneval` run again, offline: each task's stored raw model text
+"""The post-processing of a `tandem-eval humaneval` run again, offline: each task's stored raw model text
 (`pipeline.raw`) post-processed by today's rules, and the tasks whose answer changes run again in the sandbox.
 What a rule change does to every answer of a run, without generating anything (the model is loaded for its
 tokenizer only). Reports passes before and after, per half (`bench/halves.py`), and every task that moved.
 
     .venv/bin/python scripts/repost-humaneval.py RUN.json [DATA.jsonl.gz] [--show]
 
-RUN.json: a `tandem eval humaneval --json` file with the pipeline variant; DATA: its tasks (default: the file the
+RUN.json: a `tandem-eval humaneval --json` file with the pipeline variant; DATA: its tasks (default: the file the
 run names). A generation that stopped at its token limit is post-processed as truncated, one that ended the hole
 as ended, as in the run."""
 import json

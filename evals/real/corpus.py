@@ -1,4 +1,4 @@
-"""The corpus of `tandem eval real`: released source of real projects, fetched from the package registries by
+"""The corpus of `tandem-eval real`: released source of real projects, fetched from the package registries by
 pinned name and version with their ordinary clients (PyPI sdists with pip, npm tarballs with npm, Debian's Go
 and Rust source packages with apt-get), checked against the sha256 recorded here the first time, extracted
 once under the cache (`$TANDEM_CACHE_DIR/real`, else ~/.cache/tandem/real).

@@ -1,8 +1,8 @@
-"""Holes cut by rule in real projects' files, for `tandem eval real`.
+"""Holes cut by rule in real projects' files, for `tandem-eval real`.
 
 In each file of 100-3000 lines: one-line holes on code lines (not blank, not a comment or docstring, not an
 import, not a line of only closers), the line's text removed after its indentation, the cursor left there (as
-`tandem visits` empties a line); and block holes: the body (2-10 lines) of a function, an `if` or a `for`
+`tandem-eval visits` empties a line); and block holes: the body (2-10 lines) of a function, an `if` or a `for`
 found with tree-sitter, its lines removed and the cursor left on one empty line at the body's indentation.
 Which lines and bodies is drawn with a seed from the file's own list, so the same corpus gives the same holes.
 

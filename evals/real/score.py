@@ -1,4 +1,4 @@
-"""Scoring an answer to a hole of `tandem eval real`: the first line exact (whitespace-trimmed) and its edit
+"""Scoring an answer to a hole of `tandem-eval real`: the first line exact (whitespace-trimmed) and its edit
 similarity, the whole answer exact and its edit similarity (lines compared trimmed, blank lines left out), and
 whether the file with the answer inserted still parses (no more ERROR or MISSING nodes, nor empty suites,
 than the original file has)."""

@@ -1,7 +1,7 @@
-"""The server's variants of `tandem eval real`: `tandem serve` over stdio, driven as an editor drives it, with
+"""The server's variants of `tandem-eval real`: `tandem serve` over stdio, driven as an editor drives it, with
 the project's folder as the workspace root.
 
-- editor: at an editor's pace, as `tandem visits` visits a spot: the file is open, the cursor moves to the
+- editor: at an editor's pace, as `tandem-eval visits` visits a spot: the file is open, the cursor moves to the
   hole's line (`tandem/didMoveCursor`), THINK_S later the hole's text is removed, PAUSE_S later an inline
   completion is asked for; its first answer counts (what the ghost text shows), with its latency and the prompt
   that answered it (the server's record: a fast prompt of the nearest lines, or the page). With a reading time
@@ -38,7 +38,7 @@ from lsp_server.service.settings import Settings
 from evals.real.holes import Hole, read_source
 from evals.sessions.replay import Counts, Replayer, plain, position, replace_range, running_server, server_stats
 
-THINK_S = 1.0           # at the spot before editing (as `tandem visits`)
+THINK_S = 1.0           # at the spot before editing (as `tandem-eval visits`)
 PAUSE_S = 1.0           # after removing the hole's text, before asking
 ANSWER_TIMEOUT_S = 60.0
 PAGE_TIMEOUT_S = 180.0   # the page variant has time for the whole page, on a busy machine too

@@ -1,4 +1,4 @@
-"""`tandem eval real`: completion quality on holes cut by rule in real projects' files.
+"""`tandem-eval real`: completion quality on holes cut by rule in real projects' files.
 
 The corpus (real_corpus.py): released sources of pinned projects in six languages, fetched from the package
 registries on first use (or `--real-fetch`) and checked by sha256; `--real-corpus DIR` takes a local folder of
@@ -23,7 +23,7 @@ The answers, side by side on the same holes:
 A server and the in-process engine never run at once: per project, the server's passes first, then raw.
 Scores (real_score.py): the first line exact and its edit similarity, the whole answer exact and its edit
 similarity (lines trimmed), whether the file still parses. Reported per variant, per language, per kind of
-hole and cross-file or not, with the server's latency p50/p95; JSON like `tandem eval humaneval`'s (data,
+hole and cross-file or not, with the server's latency p50/p95; JSON like `tandem-eval humaneval`'s (data,
 tasks, partial, summary, results), written as it goes and resumable with --resume."""
 from __future__ import annotations
 
@@ -64,8 +64,8 @@ WRITE_EVERY = 10
 
 
 def add_arguments(parser) -> None:
-    """This suite's own options of `tandem eval` (prefixed --real-...)."""
-    g = parser.add_argument_group("tandem eval real")
+    """This suite's own options of `tandem-eval` (prefixed --real-...)."""
+    g = parser.add_argument_group("tandem-eval real")
     g.add_argument("--real-fetch", action="store_true",
                    help="fetch and check the pinned projects, print the corpus table and its holes, and stop")
     g.add_argument("--real-corpus", metavar="DIR",
@@ -155,7 +155,7 @@ def print_corpus(table: list[dict], out=sys.stdout) -> None:
 
 class Raw:
     """The model alone on the whole file: plain FIM within the context (half of it for the prefix, a quarter for
-    the suffix, as `tandem eval humaneval`'s raw answer), greedy, no post-processing."""
+    the suffix, as `tandem-eval humaneval`'s raw answer), greedy, no post-processing."""
 
     def __init__(self, engine):
         from lsp_server.prompt import PromptBudget

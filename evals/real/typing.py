@@ -1,6 +1,6 @@
-"""`tandem replay --real N`: typing sessions in real projects' files, as a careful person types.
+"""`tandem-eval replay --real N`: typing sessions in real projects' files, as a careful person types.
 
-A function body of 3-12 lines is drawn (seeded) from a file of 100-3000 lines of a pinned project (`tandem eval
+A function body of 3-12 lines is drawn (seeded) from a file of 100-3000 lines of a pinned project (`tandem-eval
 real`'s corpus, the half asked for); the file is opened with the body removed and the cursor on its first line,
 and the body is typed again key by key at a steady pace (6 characters a second; a newline brings the next line's
 indentation with it, as an editor's auto-indent). After every key the editor asks for an inline completion and
@@ -335,7 +335,7 @@ def print_real(r: dict, out=sys.stdout) -> None:
 
 
 def cli(args) -> dict:
-    """`tandem replay --real N`."""
+    """`tandem-eval replay --real N`."""
     if args.real < 1 or args.cps <= 0 or args.wait < 0:
         raise ValueError("--real needs at least 1 body, --cps a positive speed and --wait no negative time")
 

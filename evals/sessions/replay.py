@@ -1,4 +1,4 @@
-"""`tandem replay`: typing sessions replayed against `tandem serve` over stdio, as a person types them.
+"""`tandem-eval replay`: typing sessions replayed against `tandem serve` over stdio, as a person types them.
 
 Each session (fixtures/replays/sessions.json) names a real file and a stretch of it (see `load_sessions`); the file is opened without
 that stretch, which is then typed character by character with human timing (seeded): quick keys, pauses at

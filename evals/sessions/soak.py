@@ -1,4 +1,4 @@
-"""`tandem soak`: the replay sessions typed again and again against one `tandem serve`, compressed in time,
+"""`tandem-eval soak`: the replay sessions typed again and again against one `tandem serve`, compressed in time,
 until the users' own clock reaches the asked length (an hour by default), while the server's memory and the
 size of each structure that grows with use are sampled. Every cache must stay within its limit (README,
 "Memory limits") and resident memory must stop growing once the server is warm."""

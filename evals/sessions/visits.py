@@ -1,8 +1,8 @@
-"""`tandem visits`: a working session on real-size files from real projects, against `tandem serve` over stdio,
+"""`tandem-eval visits`: a working session on real-size files from real projects, against `tandem serve` over stdio,
 as an editor drives it. The user opens a file, goes to a spot, empties a code line to its indentation, pauses
 (PAUSE_S) and asks for an inline completion; reads the answer, puts the line back and moves on: far inside the
 file (jump), a few lines away (near), to another file opened before (switch), back to a spot visited before
-(return), or types a few lines again character by character (typing, as `tandem replay` does: a request after
+(return), or types a few lines again character by character (typing, as `tandem-eval replay` does: a request after
 every key, waiting for ghost text at pauses). Reported per kind of visit: latency p50/p95, prompt tokens
 evaluated and restored from the KV store per request, fast answers, and the answer's first line against the
 real line; for the session, RSS and the KV bytes held.

@@ -1,4 +1,4 @@
-"""`tandem eval humaneval`: completion quality on HumanEval infilling, scored by running the tests.
+"""`tandem-eval humaneval`: completion quality on HumanEval infilling, scored by running the tests.
 
 Three answers per task, side by side on one warm engine:
 - raw FIM: the model on the task as given (the whole prefix and suffix in a plain FIM prompt), greedy, until its
@@ -7,7 +7,7 @@ Three answers per task, side by side on one warm engine:
   line between the prompt and the suffix; context, prompt budgets, mode and post-processing are the server's
   defaults; no time budget, so the figure is about what the model writes, not what arrives in time;
 - the pipeline, speculative: the same, through the speculative loop. It must score the same as plain decoding;
-- Tab until done: accept what the server shows and ask again at the new cursor until it is done (bench/tab.py),
+- Tab until done: accept what the server shows and ask again at the new cursor until it is done (evals/common/tab.py),
   through the server's own path (its caches, the continued line, the prefetched next suggestion).
 """
 from __future__ import annotations

@@ -1,13 +1,13 @@
-"""`tandem eval safim`: completion quality on SAFIM (syntax-aware fill-in-the-middle: blocks, control-flow
+"""`tandem-eval safim`: completion quality on SAFIM (syntax-aware fill-in-the-middle: blocks, control-flow
 conditions and API calls in Python, C++, Java and C#), block and control tasks scored by compiling the program
 and running the problem's tests, API tasks by exact match.
 
-Three answers per task, side by side on one warm engine, as in `tandem eval humaneval`:
+Three answers per task, side by side on one warm engine, as in `tandem-eval humaneval`:
 - raw FIM: the whole file around the hole (prefix and suffix up to the context), greedy, until end of middle or
   the token limit `RAW_RULE`, no post-processing;
 - the pipeline, speculative: the server's first answer, the document as an editor holds it (the hole removed,
   the cursor where it was; a hole of whole lines leaves an empty line at the hole's indentation);
-- Tab until done (bench/tab.py): accept and ask again until the server is done.
+- Tab until done (evals/common/tab.py): accept and ask again until the server is done.
 
 The data file labels its API rows (the ones without tests) block_completion_000000..309, ids its block tasks
 use too: they are renamed api_completion_NNNNNN here. A task whose ground truth fails its own tests is
@@ -365,7 +365,7 @@ def _print(report: dict) -> None:
 
 
 def add_arguments(parser) -> None:
-    """This suite's own options of `tandem eval` (prefixed --safim-...)."""
+    """This suite's own options of `tandem-eval` (prefixed --safim-...)."""
     parser.add_argument("--safim-kinds", nargs="+", choices=KINDS, default=list(TESTED),
                         help="SAFIM: the kinds of task (default: block control; api is scored by exact match)")
     parser.add_argument("--safim-languages", nargs="+", choices=LANGUAGES,

@@ -209,7 +209,7 @@ def test_names_the_code_below_needs_and_nothing_above_binds():
 
 
 def test_text_and_broken_parses_need_no_names():
-    # attrs' _make.py typed in order (tandem replay --real): a docstring whose closing quotes are not written
+    # attrs' _make.py typed in order (tandem-eval replay --real): a docstring whose closing quotes are not written
     # yet is a string up to the next function's docstring, whose prose then parses as code: `Add`, `Return`
     # were names to bind, so the suffix stretched to 192 tokens and was evaluated again at every keystroke
     nxt = '\n\ndef _make_ne():\n    """\n    Add equality methods to *cls* with *attrs*.\n    Return it.\n    """\n' \

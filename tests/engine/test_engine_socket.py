@@ -88,7 +88,7 @@ def test_the_draft_decision_is_read_with_the_residency_not_kept_from_the_connect
 
 
 def test_a_benchmark_gets_an_engine_of_its_own_and_stops_it(monkeypatch):
-    """`tandem replay | visits | eval real` (bench/own_engine.py): the servers a run starts find the engine in a
+    """`tandem-eval replay | visits | eval real` (evals/common/own_engine.py): the servers a run starts find the engine in a
     fresh runtime folder, not the user's (whose KV store holds what earlier runs evaluated); at the end that
     engine is stopped, the folder removed and the user's folder is the runtime folder again."""
     from evals.common.own_engine import own_engine

@@ -1,4 +1,4 @@
-"""`tandem eval humaneval`: the data loading, the sandbox that runs model code, and a short run with the real
+"""`tandem-eval humaneval`: the data loading, the sandbox that runs model code, and a short run with the real
 models through the CLI."""
 from __future__ import annotations
 

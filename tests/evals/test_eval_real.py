@@ -1,4 +1,4 @@
-"""`tandem eval real`: the corpus table and its sha256 check, holes cut by rule (deterministic, their texts
+"""`tandem-eval real`: the corpus table and its sha256 check, holes cut by rule (deterministic, their texts
 right, cross-file marking), the scorer, and a short run with the real models on local files (no network)."""
 import hashlib
 import io

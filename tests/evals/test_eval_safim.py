@@ -1,4 +1,4 @@
-"""`tandem eval safim`: the data and its split by problem, the editor's view of a hole, the scorer that compiles
+"""`tandem-eval safim`: the data and its split by problem, the editor's view of a hole, the scorer that compiles
 and runs the programs (checked on the ground truth), and a short run with the real models through the CLI."""
 from __future__ import annotations
 

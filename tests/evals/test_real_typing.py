@@ -1,4 +1,4 @@
-"""`tandem replay --real`: a careful person typing function bodies in real files. What counts as exactly right
+"""`tandem-eval replay --real`: a careful person typing function bodies in real files. What counts as exactly right
 (golden cases), the bodies drawn, the typist's control logic against scripted answers (what it accepts, what it
 counts, that the document ends as the file was), and a short run against the real server on a local project."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A short soak: the replay sessions typed in compressed time against one server (the real models). Every
-cache stays within its limit and resident memory does not grow once the server is warm. `tandem soak` runs the
+cache stays within its limit and resident memory does not grow once the server is warm. `tandem-eval soak` runs the
 hour the README reports; this is its minute and a half."""
 from __future__ import annotations
 
