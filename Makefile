@@ -49,7 +49,7 @@ vsix:
 	cd editors/vscode && npm ci --no-audit --no-fund && npm run build && npm run package
 
 bench: models
-	$(VENV)/bin/tandem bench --json bench.json --chart bench.svg
+	$(VENV)/bin/tandem bench --json bench.json
 
 # what scripts/gpu-costs/run.sh needs on a GPU machine that reaches nothing: .gpu-costs/ (about 24 MB; README there)
 gpu-costs-pack: models

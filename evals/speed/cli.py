@@ -10,6 +10,7 @@ from lsp_server.cli.options import backend_config
 
 def add_arguments(b) -> None:
     add_bench_arguments(b)
+    b.add_argument("--chart", metavar="PATH", help="write an SVG bar chart of the speedups")
     b.add_argument("--with-model-draft", action="store_true",
                    help="also run a fixed draft-model speculation (k=3, like llama.cpp's default) per prompt")
     b.add_argument("--llama-speculative", metavar="BIN",
@@ -32,7 +33,7 @@ def add_arguments(b) -> None:
 
 
 def run_speed(args) -> None:
-    from evals.speed.paths import LlamaReference, ModelDraftColumn, Shadow, with_model_draft
+    from evals.speed.paths import Chart, LlamaReference, ModelDraftColumn, Shadow, with_model_draft
     from evals.speed.projected import load_costs, reproject
     from lsp_server.bench.fixtures import CATEGORIES
     if args.repeat < 1:
@@ -63,7 +64,8 @@ def run_speed(args) -> None:
         with_model = args.with_model_draft and engine.draft is not None
         extensions = ([ModelDraftColumn()] if with_model else []) + \
             ([LlamaReference(args.llama_speculative)] if args.llama_speculative else []) + \
-            ([Shadow(engine, curves, with_model)] if args.shadow else [])
+            ([Shadow(engine, curves, with_model)] if args.shadow else []) + \
+            ([Chart(args.chart)] if args.chart else [])
         run_bench(engine, args, with_model_draft(engine) if with_model else None, tuple(extensions))
     finally:
         engine.close()
@@ -72,6 +74,7 @@ def run_speed(args) -> None:
 def _on_servers(args) -> None:
     """Plain decoding on --backend-plain, the server's own speculation on --backend: llama-server cannot switch
     its speculation per request."""
+    from evals.speed.paths import Chart
     from evals.speed.remote import PlainAndServerSpeculation
     if not args.backend_plain:
         die("--backend URL needs --backend-plain URL too: a second llama-server with the same target and no draft "
@@ -90,6 +93,6 @@ def _on_servers(args) -> None:
     args.backend = spec_cfg.url
     pair = PlainAndServerSpeculation(plain, spec)
     try:
-        run_bench(pair, args)
+        run_bench(pair, args, extensions=(Chart(args.chart),) if args.chart else ())
     finally:
         pair.close()

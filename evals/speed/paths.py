@@ -88,3 +88,25 @@ class Shadow:
     def report(self, engine, results, rows, log) -> dict:
         from evals.speed.projected import shadow_report
         return shadow_report(engine, self.log, results, rows, self.curves, self.with_model, log)
+
+
+class Chart:
+    """An SVG bar chart of the speedups, written after the table."""
+    columns: list = []
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def after_prompt(self, engine, p: BenchPrompt, result: CategoryResult) -> None:
+        pass
+
+    def add_to_row(self, result: CategoryResult, row: dict, base_tok_s: float, side_by_side: bool) -> None:
+        pass
+
+    def report(self, engine, results, rows, log) -> dict:
+        from pathlib import Path
+
+        from evals.speed.chart import speedup_svg
+        Path(self.path).write_text(speedup_svg(rows, "Tandem speedup over plain greedy decoding (same run)"))
+        log(f"wrote {self.path}")
+        return {}

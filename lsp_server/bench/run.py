@@ -17,7 +17,6 @@ from ..engine import Engine, GenerationRequest
 from ..engine.speculative import Generation
 from ..pipeline import Pipeline
 from ..prompt import PromptBudget
-from .chart import speedup_svg
 from .fixtures import CATEGORIES, Case, default_root, load_cases
 from .side_by_side import AGAIN, PLAIN, TANDEM, SideBySide
 
@@ -214,9 +213,6 @@ def run_bench(engine: Engine, args, runner=None, extensions: tuple[BenchExtensio
                                                "costs": engine.costs.to_json() if engine.costs else None,
                                                "warnings": engine.warnings, **extra}, indent=2))
         _log(f"wrote {args.json}")
-    if args.chart:
-        Path(args.chart).write_text(speedup_svg(rows, "Tandem speedup over plain greedy decoding (same run)"))
-        _log(f"wrote {args.chart}")
     return rows
 
 

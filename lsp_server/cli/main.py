@@ -148,7 +148,6 @@ def cmd_engine(args) -> None:
 def add_bench_arguments(b) -> None:
     """`tandem bench`'s options (a lab's own speed command adds its options to the same)."""
     from .options import add_engine_options
-    b.add_argument("--chart", metavar="PATH", help="write an SVG bar chart of the speedups")
     b.add_argument("--fixtures", default=None, help="fixture folder (default: fixtures/bench)")
     b.add_argument("--categories", help="comma-separated subset of categories")
     b.add_argument("--limit", type=int, default=0, help="at most N prompts per category")

@@ -199,3 +199,15 @@ def test_tandem_own_work_per_step_is_charged():
     from evals.speed.projected import planning_s
     assert planning_s({"tandem": {"loop_s": 0.0012}, "plain": {"loop_s": 0.0010}}) == pytest.approx(0.0002)
     assert planning_s({"plain": {"loop_s": 0.001}}) == 0.0
+
+
+@pytest.mark.models
+def test_the_lab_s_speed_table_writes_its_chart_and_json(tmp_path):
+    js, chart = tmp_path / "speed.json", tmp_path / "speed.svg"
+    r = subprocess.run(eval_cmd() + ["speed", "--categories", "json-api", "--limit", "1", "--max-tokens", "16",
+                                     "--repeat", "1", "--no-memory", "--json", str(js), "--chart", str(chart)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "| JSON schema & API mappings |" in r.stdout
+    assert json.loads(js.read_text())["rows"][0]["baseline_tok_s"] > 0
+    assert chart.read_text().startswith("<svg")
