@@ -1,6 +1,7 @@
 """What the server measures about itself, for `tandem/stats` and `tandem replay`. Bounded."""
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from contextlib import contextmanager
@@ -68,6 +69,18 @@ class ServerStats:
         self.model_active = 0
         self.model_peak = 0
         self._model_lock = threading.Lock()
+        # exceptions caught by stage (a planning bug in the fill, a generation that failed on the model thread):
+        # each is logged at warning where it is caught
+        self.failures: dict[str, int] = {}
+
+    def failed(self, stage: str, e: BaseException, logger: logging.Logger | None = None, what: str = "") -> None:
+        """An exception caught at `stage` (fill.plan, prefetch.generate, model.request, ...): counted for
+        tandem/stats, and logged at warning with the stage where `logger` is given (the model thread's queue
+        logs its own)."""
+        self.failures[stage] = self.failures.get(stage, 0) + 1
+        if logger is not None:
+            logger.warning("%s failed%s: %s", stage, f" ({what})" if what else "", e,
+                           exc_info=logger.isEnabledFor(logging.DEBUG))
 
     @contextmanager
     def model_call(self):
@@ -121,6 +134,7 @@ class ServerStats:
                             "partly_accepted": self.partly_accepted,
                             "partly_accepted_chars": self.partly_accepted_chars},
             "model": {"calls": self.model_calls, "running": self.model_active, "peak_concurrent": self.model_peak},
+            "failures": dict(self.failures),
         }
         if include_records:
             out["records"] = [asdict(r) for r in self.records]
