@@ -11,7 +11,7 @@ from pygls.uris import to_fs_path
 from ..service.settings import Settings, SettingsError, load_files
 from .documents import recheck
 from .lines import use_lsp_lines
-from .server import TandemServer
+from .server import TandemServer, log
 
 
 def _tandem_section(values):
@@ -83,7 +83,8 @@ async def load_models(ls: TandemServer, settings: Settings) -> None:
             await ls.work_done_progress.create_async(token)
             ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
                 title="Tandem", message="loading models", cancellable=False))
-        except Exception:   # a client that refuses progress still gets its models
+        except Exception as e:   # a client that refuses progress still gets its models
+            ls.service.stats.failed("protocol.progress", e, log, "the load's $/progress")
             token = None
 
     def progress(msg: str) -> None:   # called on the model thread

@@ -15,11 +15,23 @@ import concurrent.futures
 import itertools
 import logging
 import threading
+import weakref
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any, Callable
 
 log = logging.getLogger("tandem.service")
+
+# at the interpreter's exit, each queue's thread runs what is left and ends (as a ThreadPoolExecutor's does)
+_queues: weakref.WeakSet[ModelQueue] = weakref.WeakSet()
+
+
+def _at_exit() -> None:
+    for queue in list(_queues):
+        queue.shutdown(wait=False)
+
+
+threading._register_atexit(_at_exit)
 
 
 class TaskKind(StrEnum):
@@ -69,8 +81,9 @@ class ModelQueue:
         self._running: Task | None = None
         self._cond = threading.Condition()
         self._stopping = False
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
+        self._name = name
+        self._thread: threading.Thread | None = None   # started with the first task
+        _queues.add(self)
 
     # ---- the event loop's side -------------------------------------------------------------------------
 
@@ -82,6 +95,9 @@ class ModelQueue:
             task.id = next(self._ids)
             self._waiting.append(task)
             self._cond.notify()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=self._name)
+                self._thread.start()
         return task
 
     def submit(self, task: Task) -> asyncio.Future:
@@ -120,8 +136,9 @@ class ModelQueue:
         with self._cond:
             self._stopping = True
             self._cond.notify()
-        if wait and threading.current_thread() is not self._thread:
-            self._thread.join()
+        thread = self._thread
+        if wait and thread is not None and threading.current_thread() is not thread:
+            thread.join()
 
     # ---- the model thread ------------------------------------------------------------------------------
 
