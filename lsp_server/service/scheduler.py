@@ -1,8 +1,9 @@
-"""Which work the model does, in what order: one generation at a time on the model thread; the newest request
+"""Which work the model does, in what order: one task at a time on the model thread (queue.py); the newest request
 or edit for a document supersedes older work; a request whose prefix extends a running generation waits for
 it instead; typing through a shown suggestion is answered from the cache; a request whose page is too far from
 cached is answered from a short prompt now (a fast answer); and when the user pauses, the page around the
-cursor is filled ahead (fill.py; a real request pre-empts that)."""
+cursor is filled ahead (fill.py; a real request pre-empts that); a shown block's continuation is prefetched and
+a shorter prompt's answer is bettered by the page's (offer.py), both as background jobs."""
 from __future__ import annotations
 
 import asyncio
