@@ -23,6 +23,7 @@ from ..prompt import PromptKind
 from .job import CURSOR_LINE_TOKENS
 from .model import Model
 from .queue import Task, TaskKind
+from .stats import Stage
 from .tasks import Background
 
 log = logging.getLogger("tandem.fill")
@@ -142,7 +143,7 @@ class Filler:
         try:
             steps = await self.model.on_context(self.steps, focus[1], self.viewing)
         except Exception as e:   # as in _run: nothing to fill there; the running step stops
-            self.model.stats.failed("fill.refocus", e, log, where(focus[0], focus[1]))
+            self.model.stats.failed(Stage.FILL_REFOCUS, e, log, where(focus[0], focus[1]))
             steps = []
         step = self.step
         if self.focus is focus and step is not None:
@@ -213,7 +214,7 @@ class Filler:
             try:
                 steps = await model.on_context(self.steps, req, view)
             except Exception as e:   # a position the edit made invalid, a parse that failed: nothing to fill
-                model.stats.failed("fill.plan", e, log, where(uri, req))
+                model.stats.failed(Stage.FILL_PLAN, e, log, where(uri, req))
                 return
             engine = pipeline.engine
             offered = view   # no answer is shown where the user only reads: nothing to offer there

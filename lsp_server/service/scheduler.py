@@ -25,7 +25,7 @@ from .offer import Offers
 from .prefetch import after_accept, worth_it
 from .queue import Task, TaskKind
 from .settings import Settings
-from .stats import Record, ServerStats, Source
+from .stats import Record, ServerStats, Source, Stage
 from .tasks import Background
 
 log = logging.getLogger("tandem.service")
@@ -307,7 +307,7 @@ class CompletionService:
         try:
             plan = await self.model.on_context(pipeline.plan, req)
         except Exception as e:   # the edit that followed made the place invalid: nothing to prefetch
-            self.stats.failed("prefetch.plan", e, log, where(uri, req))
+            self.stats.failed(Stage.PREFETCH_PLAN, e, log, where(uri, req))
             return
         if (not plan.mode.complete or self.request_waits(uri) or self.jobs.has(uri) or self.pipeline is not pipeline
                 or self.cache.lookup(uri, plan.prefix, plan.suffix, count=False) is not None or self.too_far(plan)):
@@ -316,7 +316,7 @@ class CompletionService:
         try:
             gen = await asyncio.shield(job.future)
         except Exception as e:   # the engine's fault (the queue counted it as model.prefetch); none to store
-            self.stats.failed("prefetch.generate", e, log, where(uri, req))
+            self.stats.failed(Stage.PREFETCH_GENERATE, e, log, where(uri, req))
             return
         if gen is None or gen.stop_reason == StopReason.CANCELLED:
             return
@@ -334,7 +334,7 @@ class CompletionService:
         try:
             plan = await self.model.on_context(pipeline.plan, replace(shown.request, at_rest=True))
         except Exception as e:   # a place the edit made invalid: nothing to offer
-            self.stats.failed("offer.plan", e, log, where(uri, req))
+            self.stats.failed(Stage.OFFER_PLAN, e, log, where(uri, req))
             return False
         # the page's prompt must be what the fill has cached, and another prompt than the one that answered
         if not self.offers.worth_generating(plan, shown) or self.too_far(plan) or self.pipeline is not pipeline:
@@ -344,7 +344,7 @@ class CompletionService:
             try:
                 gen = await asyncio.shield(job.future)
             except Exception as e:   # the engine's fault (the queue counted it as model.offer)
-                self.stats.failed("offer.generate", e, log, where(uri, req))
+                self.stats.failed(Stage.OFFER_GENERATE, e, log, where(uri, req))
                 return False
         if gen is None or gen.stop_reason == StopReason.CANCELLED:
             self.offers.stopped()
