@@ -16,7 +16,7 @@ from .context.similar import SimilarChoices
 from .context.syntax import Trees
 from .context.trigger import Mode, code_follows
 from .engine import CUT_SHORT, ENDS_HOLE, Engine, Generation, GenerationRequest
-from .prompt import Prompt, PromptBudget, PromptParts, build_fast_prompt, build_prompt, near_fills
+from .prompt import Prompt, PromptBudget, PromptKind, PromptParts, build_fast_prompt, build_prompt, near_fills
 from .prompt.pages import SegmentTokens
 
 
@@ -78,7 +78,7 @@ class Plan:
 
     @property
     def fast(self) -> bool:
-        return self.prompt.kind == "fast"
+        return self.prompt.kind == PromptKind.FAST
 
 
 @dataclass

@@ -11,11 +11,18 @@ import hashlib
 from array import array
 
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Callable, Protocol
 
 from ..context.near_lines import first_below, line_after, lines_below
 from .long_lines import PARTIAL_TOKENS
 from .pages import OUTLINE_SHARE, SMALL_PAGES, Page, SegmentTokens, Text, segment_cache
+
+
+class PromptKind(StrEnum):
+    """Which prompt a plan asks with (a str: it compares with, and serializes as, its value)."""
+    PAGE = "page"   # the prefix starts at a page boundary
+    FAST = "fast"   # the nearest lines only (an answer now, where the page is far from cached)
 
 
 class Tokenizer(Protocol):
@@ -86,7 +93,7 @@ class Prompt:
     suffix_cut: bool = False
     outline_tokens: int = 0       # imports and scope headers standing in for the cut lines
     files: int = 0                # other files' snippets that fit the context budget
-    kind: str = "page"            # page: the prefix starts at a page boundary | fast: the nearest lines only
+    kind: PromptKind = PromptKind.PAGE
     stable: int = 0               # tokens before the cursor's segment: what the page's cached state serves
     fill: list[int] | None = None  # the page's tokens to its end (head, outline, text): what filling ahead evaluates
     page_end: int = 0             # the line after the page's text
@@ -217,7 +224,7 @@ def _paged(seg: SegmentTokens, parts: PromptParts, text: Text, page: Page, cs: i
     tokens = _assemble(seg, head, outline + body + partial, suf[0])
     return Prompt(tokens, stop_strings(parts.prefix, parts.suffix), len(outline) + len(body) + len(partial),
                   len(suf[0]), len(head), page.start, suf[1], outline_tokens=len(outline), files=n_files,
-                  kind="fast" if small else "page", stable=len(start) + len(body),
+                  kind=PromptKind.FAST if small else PromptKind.PAGE, stable=len(start) + len(body),
                   fill=start + text.tokens(page.start, page.end), page_end=page.end, anchored=page.anchored)
 
 

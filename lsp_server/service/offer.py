@@ -10,36 +10,17 @@ time came: its finished part): once that generation ends, where it wrote more at
 too, so the ghost text becomes the whole line within moments instead of staying cut until the next keystroke."""
 from __future__ import annotations
 
-import asyncio
 import logging
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Protocol
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable
 
-from ..engine import StopReason
 from ..pipeline import CompletionRequest, Plan
-from .cache_writes import cache_writes
-
-if TYPE_CHECKING:
-    from concurrent.futures import Executor
-
-    from ..pipeline import Pipeline
-    from .cache import TypingCache
-    from .job import Job
-    from .settings import Settings
+from .cache import TypingCache
+from .job import Job
+from .model import Model
 
 log = logging.getLogger("tandem.offer")
-
-
-class OfferPort(Protocol):
-    """What an offer needs of the service (the CompletionService is one): the pipeline and settings of the
-    moment, the context thread, the typing cache, how far a plan's prompt is from cached, starting a job."""
-    pipeline: Pipeline | None
-    settings: Settings
-    context_pool: Executor
-    cache: TypingCache
-
-    def too_far(self, plan: Plan) -> bool: ...
-    def start_job(self, uri: str, plan: Plan, base: str | None = None, background: bool = False) -> Job: ...
 
 
 @dataclass
@@ -82,8 +63,11 @@ def same_place(a: CompletionRequest, b: CompletionRequest) -> bool:
 
 
 class Offers:
-    def __init__(self, service: OfferPort, notify: Callable[[str, CompletionRequest], None] | None = None):
-        self.svc = service
+    """The answers shown that the page may better, and what comes of each; the service generates the page's
+    answer (`CompletionService._offer`: a job of kind offer on the model thread) and hands it here to judge."""
+
+    def __init__(self, model: Model, notify: Callable[[str, CompletionRequest], None] | None = None):
+        self.model = model
         # where a better answer is found: (uri, the request it answers); the protocol stage tells the client
         self.notify = notify or (lambda uri, req: None)
         self._shown: dict[str, Shown] = {}   # uri -> its latest answer from a short prompt (one per document)
@@ -94,7 +78,7 @@ class Offers:
     def shown(self, uri: str, plan: Plan, answered_by: Plan, text: str) -> None:
         """An answer was shown for `plan`'s place; `answered_by` is the plan whose prompt wrote it."""
         # a fast prompt's answer, or the page's while typing (its suffix may be shorter than the one at rest)
-        if (answered_by.fast or not answered_by.request.at_rest) and self.svc.settings.offer_better \
+        if (answered_by.fast or not answered_by.request.at_rest) and self.model.settings.offer_better \
                 and plan.mode.complete:
             self._shown[uri] = Shown(plan.request, plan.prefix, plan.suffix, text, answered_by.prompt.tokens)
             self.stats.waiting += 1
@@ -107,20 +91,20 @@ class Offers:
 
     def early(self, uri: str, plan: Plan, job: Job, text: str) -> None:
         """An answer was shown early for `plan`'s place: `job` goes on writing it (see `finished`)."""
-        if self.svc.settings.offer_better and plan.mode.complete:
+        if self.model.settings.offer_better and plan.mode.complete:
             if self._early.pop(uri, None) is not None:
                 self.stats.early_kept += 1   # a newer one at the document replaces it
             self._early[uri] = Early(plan.request, plan.prefix, plan.suffix, text, job)
             self.stats.early += 1
 
-    def finished(self, uri: str, job: Job) -> bool:
+    def finished(self, uri: str, job: Job, cache: TypingCache) -> bool:
         """`job` ended (its answers are in the cache, or it was stopped): where it was answering early and wrote
         more at that place than was shown, the client is told. True when it was."""
         e = self._early.get(uri)
         if e is None or e.job is not job:
             return False
         del self._early[uri]
-        text = self.svc.cache.lookup(uri, e.prefix, e.suffix, count=False)
+        text = cache.lookup(uri, e.prefix, e.suffix, count=False)
         if not text or not text.strip() or text.rstrip() == e.text.rstrip():
             self.stats.early_kept += 1
             return False
@@ -148,52 +132,55 @@ class Offers:
         s = self._shown.get(uri)
         return s if s is not None and same_place(s.request, req) else None
 
-    async def run(self, uri: str, req: CompletionRequest) -> bool:
-        """The page's answer at this place, where a shorter prompt's is shown: generated, compared, and offered
-        where it differs. True when the client was told."""
-        svc, shown = self.svc, self.due(uri, req)
-        pipeline = svc.pipeline
-        if shown is None or pipeline is None or not svc.settings.offer_better:
-            return False
-        del self._shown[uri]   # once: whatever comes of it, this answer is not looked at again
-        loop = asyncio.get_running_loop()
-        try:
-            plan = await loop.run_in_executor(svc.context_pool, pipeline.plan, replace(shown.request, at_rest=True))
-        except Exception as e:   # a place the edit made invalid: nothing to offer
-            log.debug("no offer at %s:%d: %s", uri.rsplit("/", 1)[-1], req.line + 1, e)
-            return False
-        # the page's prompt must be what the fill has cached, and another prompt than the one that answered
-        if plan.fast or plan.prompt.tokens == shown.prompt or svc.too_far(plan) or svc.pipeline is not pipeline:
-            return False
-        job = svc.start_job(uri, plan, background=True)
+    def claim(self, uri: str, req: CompletionRequest) -> Shown | None:
+        """The answer shown at this place that the page's answer may better, taken (once: whatever comes of it,
+        it is not looked at again); None where there is none or offers are off."""
+        shown = self.due(uri, req)
+        if shown is None or not self.model.settings.offer_better:
+            return None
+        del self._shown[uri]
+        return shown
+
+    @staticmethod
+    def worth_generating(plan: Plan, shown: Shown) -> bool:
+        """The page's prompt at rest is another prompt than the one that answered (whether the fill has it cached
+        is the model's to say: Model.too_far)."""
+        return not plan.fast and plan.prompt.tokens != shown.prompt
+
+    @contextmanager
+    def running(self, uri: str, shown: Shown, job: Job):
+        """While the page's answer for `shown` is generated by `job` (a move elsewhere stops it)."""
         self._running = (uri, shown.request, job)
         try:
-            gen = await asyncio.shield(job.future)
-        except Exception as e:   # the engine's fault: the job's own to report
-            log.debug("the offer at %s:%d failed: %s", uri.rsplit("/", 1)[-1], req.line + 1, e)
-            return False
+            yield
         finally:
             self._running = None
-        if gen is None or gen.stop_reason == StopReason.CANCELLED:
-            self.stats.stopped += 1
-            return False
+
+    def stopped(self) -> None:
+        self.stats.stopped += 1
+
+    def generated(self, plan: Plan) -> None:
+        """The page's answer was generated from `plan`'s prompt (judged once post-processed)."""
         self.stats.generated += 1
         self.stats.prompt = plan.prompt.digest()
-        writes = await loop.run_in_executor(svc.context_pool, cache_writes, plan, gen)
-        text = writes[0].text
+
+    def judge(self, shown: Shown, text: str) -> bool:
+        """The page's answer `text` (post-processed) at `shown`'s place: True where it differs from what was
+        shown and is to be offered (the service stores it, then calls `offer`)."""
         if not text.strip():
             self.stats.silent += 1
             return False
         if text.rstrip() == shown.text.rstrip():
             self.stats.same += 1
             return False
-        # into the cache before the client is told (the service stores every finished generation too, later)
-        svc.cache.store(uri, plan.prefix, plan.suffix, text)
+        return True
+
+    def offer(self, uri: str, shown: Shown, text: str) -> None:
+        """The page's better answer is in the cache: tell the client to ask again."""
         self.stats.offered += 1
-        log.debug("offer at %s:%d: %r instead of %r", uri.rsplit("/", 1)[-1], req.line + 1, text[:40],
+        log.debug("offer at %s:%d: %r instead of %r", uri.rsplit("/", 1)[-1], shown.request.line + 1, text[:40],
                   shown.text[:40])
         self.notify(uri, shown.request)
-        return True
 
     def summary(self) -> dict:
         return dict(vars(self.stats))

@@ -1,6 +1,7 @@
 """What the server measures about itself, for `tandem/stats` and `tandem replay`. Bounded."""
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from contextlib import contextmanager
@@ -20,6 +21,23 @@ class Source(StrEnum):
     SUPERSEDED = "superseded"   # a newer request or edit replaced it
     NOT_READY = "not_ready"     # the models are loading (or could not be loaded)
     DISABLED = "disabled"       # completions are off for the language
+
+
+class Stage(StrEnum):
+    """Where a caught exception was caught (`failures` in tandem/stats counts them by stage)."""
+    FILL_PLAN = "fill.plan"                  # working out the fill's steps for a place
+    FILL_REFOCUS = "fill.refocus"            # ... for a new place while a step runs
+    PREFETCH_PLAN = "prefetch.plan"          # planning the request after an accept
+    PREFETCH_GENERATE = "prefetch.generate"  # its generation (the model thread's queue counts it too)
+    OFFER_PLAN = "offer.plan"                # planning the page's request at a shown answer's place
+    OFFER_GENERATE = "offer.generate"        # its generation (the model thread's queue counts it too)
+    PROGRESS = "protocol.progress"           # the client's $/progress for a load
+    # a task on the model thread (queue.py: "model." and its kind)
+    MODEL_LOAD = "model.load"
+    MODEL_REQUEST = "model.request"
+    MODEL_PREFETCH = "model.prefetch"
+    MODEL_OFFER = "model.offer"
+    MODEL_FILL = "model.fill"
 
 
 @dataclass
@@ -68,6 +86,19 @@ class ServerStats:
         self.model_active = 0
         self.model_peak = 0
         self._model_lock = threading.Lock()
+        # exceptions caught by stage (a planning bug in the fill, a generation that failed on the model thread):
+        # each is logged at warning where it is caught
+        self.failures: dict[Stage, int] = {}
+
+    def failed(self, stage: Stage, e: BaseException, logger: logging.Logger | None = None, what: str = "") -> None:
+        """An exception caught at `stage` (fill.plan, prefetch.generate, model.request, ...): counted for
+        tandem/stats, and logged at warning with the stage where `logger` is given (the model thread's queue
+        logs its own)."""
+        stage = Stage(stage)
+        self.failures[stage] = self.failures.get(stage, 0) + 1
+        if logger is not None:
+            logger.warning("%s failed%s: %s", stage, f" ({what})" if what else "", e,
+                           exc_info=logger.isEnabledFor(logging.DEBUG))
 
     @contextmanager
     def model_call(self):
@@ -121,6 +152,7 @@ class ServerStats:
                             "partly_accepted": self.partly_accepted,
                             "partly_accepted_chars": self.partly_accepted_chars},
             "model": {"calls": self.model_calls, "running": self.model_active, "peak_concurrent": self.model_peak},
+            "failures": {str(k): v for k, v in self.failures.items()},
         }
         if include_records:
             out["records"] = [asdict(r) for r in self.records]

@@ -12,6 +12,7 @@ import pytest
 
 from lsp_server.context import Document
 from lsp_server.pipeline import CompletionRequest, Pipeline
+from lsp_server.service.queue import TaskKind
 from lsp_server.service.scheduler import CompletionService
 from lsp_server.service.settings import Settings
 from scripted import FIM, ScriptedEngine
@@ -130,7 +131,7 @@ async def test_background_work_yields_to_other_windows_until_a_request_waits_for
     never has it."""
     svc, engine = service(step_s=0.02)
     plan = svc.pipeline.plan(request())
-    job = svc.start_job(URI, plan, background=True)
+    job = svc.start_job(URI, plan, TaskKind.OFFER)
     while not engine.cancels:
         await asyncio.sleep(0.005)
     assert engine.cancels[0] == (job.cancel, True)
@@ -194,6 +195,23 @@ async def test_a_failing_background_task_is_logged_and_counted(caplog):
     assert any("a test task failed: boom" in r.getMessage() for r in caplog.records)
 
 
+async def test_a_fill_whose_planning_fails_is_logged_at_warning_with_its_stage_and_counted(caplog):
+    """A planning bug in the fill does not vanish at the default log level: a warning that names the stage, and
+    `failures` in tandem/stats."""
+    svc, engine = service(warmup_pause_ms=0)
+
+    def broken(req, view=False):
+        raise IndexError("a planning bug")
+    svc.filler.steps = broken
+    with caplog.at_level(logging.WARNING, logger="tandem.fill"):
+        svc.schedule_warmup(URI, request())
+        assert await until(lambda: svc.stats.failures.get("fill.plan") == 1, 5.0), svc.stats.failures
+    svc.filler.stop()
+    assert svc.summary()["failures"] == {"fill.plan": 1} and not engine.generations
+    assert any(r.levelno == logging.WARNING and "fill.plan" in r.getMessage() and "a planning bug" in r.getMessage()
+               for r in caplog.records), caplog.records
+
+
 
 async def test_a_far_place_fills_the_fast_prompt_twice_the_quick_size_first_and_then_answers_from_it():
     long = "\n".join(f"value_{i} = compute({i}, {i + 1})" for i in range(300)) + "\n" + TEXT
@@ -209,10 +227,10 @@ async def test_a_far_place_fills_the_fast_prompt_twice_the_quick_size_first_and_
     assert all(s.tokens != quick.prompt.tokens for s in steps)
     assert [s.name for s in steps[:2]] == ["fast", "page"]
     # nothing cached: the one with least to evaluate (the quick one) answers
-    assert svc._choose_prompt(plan).prompt.tokens == quick.prompt.tokens
+    assert svc.model.choose_prompt(plan).prompt.tokens == quick.prompt.tokens
     # once the fill has evaluated the one twice as long, it fits the budget and answers instead
     engine.prewarm(steps[0].tokens)
-    assert svc._choose_prompt(plan).prompt.tokens == twice.prompt.tokens
+    assert svc.model.choose_prompt(plan).prompt.tokens == twice.prompt.tokens
 
 
 async def test_a_screen_read_away_from_the_cursor_fills_its_pages_and_the_cursor_is_the_focus_again_on_return():
@@ -268,7 +286,7 @@ async def test_the_long_suffix_at_rest_is_taken_only_where_it_is_cached():
     # the page is evaluated, its long suffix not yet: the page with the typing suffix answers
     engine.prewarm(steps["page"].tokens)
     assert svc.too_far(plan) and not svc.too_far(short)
-    assert svc._choose_prompt(plan).prompt.tokens == short.prompt.tokens
+    assert svc.model.choose_prompt(plan).prompt.tokens == short.prompt.tokens
     # once the fill has evaluated the long one, the request takes it
     engine.prewarm(steps["prompt"].tokens)
     assert not svc.too_far(plan)
@@ -291,25 +309,26 @@ async def test_code_right_of_the_cursor_is_skipped_unless_the_user_asked():
     assert (got.text, got.source) == ("w", "model") and len(engine.generations) == 1
 
 
-async def test_the_fill_runs_on_its_port_alone_and_waits_while_a_request_holds_the_model():
-    """The fill depends on a narrow port (fill.FillPort), not on the service: here a port of a few fields."""
-    from concurrent.futures import ThreadPoolExecutor
-    from types import SimpleNamespace
-
+async def test_the_fill_runs_without_the_service_and_waits_while_a_request_holds_the_model():
+    """The fill depends on the model's state (model.Model) and two functions, not on the service: here a model
+    of its own, a request pending, and no offers. Its steps are tasks on the model's queue."""
     from lsp_server.service.fill import Filler
+    from lsp_server.service.model import Model
     from lsp_server.service.stats import ServerStats
     from lsp_server.service.tasks import Background
 
     settings = Settings(warmup_pause_ms=0, prompt_budget_ms=-1)
     engine = ScriptedEngine(lambda prefix: "", token_s=0.0002)
     pending = [True]
-    with ThreadPoolExecutor(1) as context_pool, ThreadPoolExecutor(1) as model_pool:
-        port = SimpleNamespace(pipeline=Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens),
-                               settings=settings, context_pool=context_pool, model_pool=model_pool,
-                               tasks=Background(), stats=ServerStats(),
-                               requests_pending=lambda: pending[0], too_far=lambda plan: False,
-                               missing=lambda plan: len(plan.prompt.tokens), offers=NoOffers())
-        filler = Filler(port)
+
+    async def no_offer(uri, req) -> bool:
+        return False
+
+    model = Model(ServerStats())
+    try:
+        model.settings = settings
+        model.pipeline = Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens)
+        filler = Filler(model, Background(), pending=lambda: pending[0], offer=no_offer)
         req = request()
         filler.want(URI, req)
         await asyncio.sleep(0.2)
@@ -320,17 +339,11 @@ async def test_the_fill_runs_on_its_port_alone_and_waits_while_a_request_holds_t
             if filler.stats.runs and not filler._running:
                 break
             await asyncio.sleep(0.01)
-        prompt = port.pipeline.plan(replace(req, at_rest=True)).prompt
+        prompt = model.pipeline.plan(replace(req, at_rest=True)).prompt
         assert filler.stats.runs == 1 and engine.cached(prompt.tokens) >= prompt.stable   # filled for the cursor
-        assert port.stats.warmup_tokens == engine.target.counters.evaluated > 0
-
-
-class NoOffers:
-    async def run(self, uri, req) -> bool:
-        return False
-
-    def moved(self, uri, req) -> None:
-        pass
+        assert model.stats.warmup_tokens == engine.target.counters.evaluated > 0
+    finally:
+        model.shutdown()
 
 
 # ---- the better answer, offered (service/offer.py) ---------------------------------------------------------------
@@ -460,7 +473,7 @@ async def test_an_early_answer_left_for_another_place_is_not_completed():
     svc, engine, told = early_service()
     first = await svc.complete(URI, request())
     assert first.text and svc.offers.stats.early == 1
-    svc.filler.want(URI, request(TEXT, 3, 0))   # the cursor moves to the last line
+    svc.schedule_warmup(URI, request(TEXT, 3, 0))   # the cursor moves to the last line
     assert await until(lambda: svc.offers.stats.early_kept == 1), svc.offers.summary()
     await asyncio.sleep(0.8)   # the generation's end
     assert told == [] and svc.offers.stats.completed == 0
