@@ -1,7 +1,8 @@
 """Models, drafters, the speculative loop and the controller. Knows nothing of LSP or tree-sitter."""
 from .engine import Engine, EngineConfig
 from .gguf import ModelFileError
-from .llama import Cancel, Cancelled, ContextFullError, shared_prefix
+from .cancel import Cancel, Cancelled
+from .llama import ContextFullError, shared_prefix
 from .speculative import CUT_SHORT, ENDS_HOLE, Generation, GenerationRequest, StopReason
 
 

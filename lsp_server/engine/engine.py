@@ -13,12 +13,13 @@ import llama_cpp
 
 from . import registry
 from .acceptance import AcceptanceStats
+from .cancel import Cancelled
 from .controller import BEST_MODEL_ACCEPTANCE, Controller
 from .costs import calibrate, calibration_key
 from .drafters import ModelDrafter, NgramDrafter, TemplateDrafter
 from .gguf import ModelFileError
 from .kvstore import KVStore
-from .llama import Cancelled, LlamaModel
+from .llama import LlamaModel
 from .speculative import Generation, GenerationRequest, generate
 from .vocab import FimTokens, fim_tokens, incompatibility
 

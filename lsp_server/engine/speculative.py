@@ -10,7 +10,8 @@ from typing import Callable
 
 from .controller import Controller, Plan
 from .drafters import Draft, ModelDrafter, NgramDrafter, TemplateDrafter
-from .llama import Cancelled, ContextFullError, LlamaModel, top2
+from .cancel import Cancelled
+from .llama import ContextFullError, LlamaModel, top2
 
 
 class StopReason(StrEnum):

@@ -22,9 +22,10 @@ from typing import BinaryIO
 
 from .. import registry
 from ..backend import BackendError
+from ..cancel import Cancel
 from ..engine import EngineConfig
 from ..gguf import ModelFileError
-from ..llama import Cancel, ContextFullError, VocabularyFile
+from ..llama import ContextFullError, VocabularyFile
 from ..remote import RemoteModel
 from ..speculative import Generation, GenerationRequest
 from ..vocab import fim_tokens

@@ -14,7 +14,8 @@ import threading
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 
-from ..llama import Cancel, ContextFullError
+from ..cancel import Cancel
+from ..llama import ContextFullError
 from . import wire
 from .turns import FILL, REQUEST, Turns
 
