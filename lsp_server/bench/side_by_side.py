@@ -17,7 +17,7 @@ from typing import Callable
 from ..engine.acceptance import AcceptanceStats
 from ..engine.controller import Controller
 from ..engine.drafters import ModelDrafter
-from ..engine.speculative import Generation, GenerationRequest, generate
+from ..engine.speculative import Generation, GenerationRequest, StepObserver, generate
 
 # a path's generation, given the call that hands the turn on after each of its steps
 Job = Callable[[Callable[[], None]], Generation]
@@ -105,6 +105,16 @@ def side_by_side(jobs: dict[str, Job], decodes: DecodeThread | None = None) -> d
         return {name: f.result() for name, f in futures.items()}
 
 
+class TakesTurns(StepObserver):
+    """A path's observer: after each of its steps it hands the turn on, a wait not counted as the path's time."""
+
+    def __init__(self, hand_on: Callable[[], None]):
+        self.hand_on = hand_on
+
+    def between_steps(self) -> None:
+        self.hand_on()
+
+
 PLAIN, AGAIN, TANDEM, MODEL = "plain", "plain again", "tandem", "model"
 FIXED_K = 3   # the MODEL path's fixed draft length, like llama.cpp's default --draft
 # a path's request: (speculative, fixed model draft length) -> the request
@@ -172,7 +182,7 @@ class SideBySide:
 
     @staticmethod
     def _generate(path: _Path, ctx, req: GenerationRequest, hand_on) -> Generation:
-        req.between_steps = hand_on
+        req.observer = TakesTurns(hand_on)
         ngram, model, template = path.drafters
         return generate(ctx, path.controller, req, None, ngram, model, template)
 

@@ -3,7 +3,7 @@ from .engine import Engine, EngineConfig
 from .gguf import ModelFileError
 from .cancel import Cancel, Cancelled
 from .llama import ContextFullError, shared_prefix
-from .speculative import CUT_SHORT, ENDS_HOLE, Generation, GenerationRequest, StopReason
+from .speculative import CUT_SHORT, ENDS_HOLE, Generation, GenerationRequest, StepObserver, StopReason
 
 
 def make_engine(cfg: EngineConfig, backend=None, log=None, shared: bool = False, idle_s: float = 600.0):
@@ -20,4 +20,4 @@ def make_engine(cfg: EngineConfig, backend=None, log=None, shared: bool = False,
     return Engine(cfg, **kw)
 
 __all__ = ["Engine", "EngineConfig", "ModelFileError", "Cancel", "Cancelled", "ContextFullError", "Generation",
-           "GenerationRequest", "make_engine", "shared_prefix", "StopReason", "ENDS_HOLE", "CUT_SHORT"]
+           "GenerationRequest", "make_engine", "shared_prefix", "StepObserver", "StopReason", "ENDS_HOLE", "CUT_SHORT"]
