@@ -277,6 +277,7 @@ def cmd_eval(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..engine import IDLE_S
     from .options import add_engine_options
     p = argparse.ArgumentParser(prog="tandem", description="Local code completion with speculative decoding.")
     p.add_argument("--version", action="version", version=f"tandem {__version__}")
@@ -300,8 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "with the setting engine: shared)")
     g.add_argument("--socket", required=True, help="the Unix socket to serve on (made mode 0600)")
     g.add_argument("--config", help="the engine configuration, as JSON (EngineConfig's fields)")
-    g.add_argument("--idle-exit", type=float, default=600.0, metavar="S",
-                   help="exit after this many seconds without a window (default 600)")
+    g.add_argument("--idle-exit", type=float, default=IDLE_S, metavar="S",
+                   help=f"exit after this many seconds without a window (default {IDLE_S:g})")
     g.set_defaults(func=cmd_engine)
 
     r = sub.add_parser("replay", help="replay typing sessions against `tandem serve` and report what users feel")

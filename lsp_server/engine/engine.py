@@ -2,11 +2,9 @@
 store that keeps earlier prompts' states for them."""
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import llama_cpp
@@ -14,6 +12,7 @@ import llama_cpp
 from . import registry
 from .acceptance import AcceptanceStats
 from .cancel import Cancelled
+from .config import DRAFTERS, DraftResidency, EngineConfig
 from .controller import BEST_MODEL_ACCEPTANCE, Controller
 from .costs import calibrate, calibration_key
 from .drafters import ModelDrafter, NgramDrafter, TemplateDrafter
@@ -22,30 +21,6 @@ from .kvstore import KVStore
 from .llama import LlamaModel
 from .speculative import Generation, GenerationRequest, generate
 from .vocab import FimTokens, fim_tokens, incompatibility
-
-
-@dataclass
-class EngineConfig:
-    target_path: str | None = None        # None: the default target from the model cache
-    draft_path: str | None = None         # None: the default draft; "" or "none": no draft model
-    n_ctx: int = 4096
-    n_threads: int = 0                    # 0: every core
-    n_gpu_layers: int = 0                 # target layers offloaded (needs a CUDA/Metal build)
-    n_gpu_layers_draft: int = 0
-    draft_min: int = 0
-    draft_max: int = 16
-    speculation: bool = True
-    drafters: tuple[str, ...] = ("ngram", "template", "model")
-    stats_path: str | None = None         # None: in the cache folder; "" : do not persist
-    calibration_path: str | None = None   # None: in the cache folder; "": measure every start
-    kv_store_mib: int = -1                # RAM for stored KV states; -1: what keeps the process near RSS_GOAL_MIB
-    # "auto": a draft model that cannot pay on this machine even at its best is unloaded after calibration
-    # (its memory goes to the KV store); "always": it stays (benchmarks that compare a fixed draft)
-    draft_resident: str = "auto"
-    cache_reuse: int = 0                  # >0: reuse cached runs of this many tokens at shifted positions
-
-    def threads(self) -> int:
-        return self.n_threads or os.cpu_count() or 1
 
 
 # the automatic KV store budget keeps the resident size of the process below this (the target is 2.5 GB), with
@@ -94,9 +69,9 @@ class Engine:
         if self.fim is None:
             self.warn(f"{target_path}: the vocabulary has no FIM tokens; completions use the prefix only")
 
-        unknown = set(cfg.drafters) - {"ngram", "template", "model"}
+        unknown = set(cfg.drafters) - set(DRAFTERS)
         if unknown:
-            raise ValueError(f"unknown drafter(s) {', '.join(sorted(unknown))}: choose from ngram, template, model")
+            raise ValueError(f"unknown drafter(s) {', '.join(sorted(unknown))}: choose from {', '.join(DRAFTERS)}")
         self.draft: LlamaModel | None = None
         self.draft_decision = "no draft model configured" if cfg.draft_path in ("", "none") else \
             "the model drafter is not among the drafters" if "model" not in cfg.drafters else ""
@@ -116,7 +91,7 @@ class Engine:
         self._draft_checked = 0.0
         if self.draft is not None:
             self.draft_decision = "resident: " + self._draft_reason()
-            if cfg.draft_resident == "auto" and not self.controller.model_can_pay():
+            if cfg.draft_resident == DraftResidency.AUTO and not self.controller.model_can_pay():
                 self.draft_decision = "unloaded: " + self._draft_reason()
                 self.draft.close()
                 self.draft = None
@@ -152,7 +127,8 @@ class Engine:
             return False
         self._draft_checked = now
         if self.draft is not None:
-            if self.cfg.draft_resident != "auto" or self.controller.model_best_rate() >= self.controller.plain_rate():
+            if (self.cfg.draft_resident != DraftResidency.AUTO
+                    or self.controller.model_best_rate() >= self.controller.plain_rate()):
                 return False
             with self.lock:
                 self.draft.close()

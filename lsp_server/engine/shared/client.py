@@ -23,7 +23,7 @@ from typing import BinaryIO
 from .. import registry
 from ..backend import BackendError
 from ..cancel import Cancel
-from ..engine import EngineConfig
+from ..config import IDLE_S, EngineConfig
 from ..gguf import ModelFileError
 from ..llama import ContextFullError, VocabularyFile
 from ..remote import RemoteModel
@@ -92,7 +92,7 @@ class SharedModel(RemoteModel):
 
 
 class SharedEngine:
-    def __init__(self, cfg: EngineConfig, log=lambda msg: print(msg, file=sys.stderr), idle_s: float = 600.0,
+    def __init__(self, cfg: EngineConfig, log=lambda msg: print(msg, file=sys.stderr), idle_s: float = IDLE_S,
                  path: str | None = None):
         self.cfg, self.log, self.idle_s = replace(cfg), log, idle_s
         self.path = path or socket_path(cfg)
