@@ -6,8 +6,12 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import __version__
+
+if TYPE_CHECKING:   # for the annotations only: each command imports what it uses when it runs
+    from ..engine import Engine
 
 
 def _die(msg: str, code: int = 2) -> None:
@@ -43,7 +47,7 @@ def cmd_models(args) -> None:
         print(f"  {'other':<7} {p.name:<44} {p.stat().st_size / 1e6:>7,.0f} MB")
 
 
-def _load_engine(args, **over):
+def _load_engine(args, **over) -> tuple[Engine, float]:
     from ..engine import ModelFileError, make_engine
     from ..engine.backend import BackendError
     from .options import backend_config, engine_config
@@ -58,7 +62,7 @@ def _load_engine(args, **over):
     return engine, time.perf_counter() - t0
 
 
-def _die_if_down(engine) -> None:
+def _die_if_down(engine: Engine) -> None:
     """A backend that cannot be used ends the command with its reason (the server, by contrast, waits)."""
     health = getattr(engine, "health", None)
     if health is not None and health.state == "down":

@@ -2,14 +2,15 @@
 from .backend import BackendConfig, BackendKind
 from .cancel import Cancel, Cancelled
 from .config import IDLE_S, DraftResidency, EngineConfig, EngineKind
-from .engine import Engine
+from .engine import LocalEngine
 from .gguf import ModelFileError
+from .interface import Engine
 from .llama import ContextFullError, shared_prefix
 from .speculative import CUT_SHORT, ENDS_HOLE, Generation, GenerationRequest, StepObserver, StopReason
 
 
 def make_engine(cfg: EngineConfig, backend: BackendConfig | None = None, log=None,
-                kind: EngineKind = EngineKind.LOCAL, idle_s: float = IDLE_S):
+                kind: EngineKind = EngineKind.LOCAL, idle_s: float = IDLE_S) -> Engine:
     """The engine in this process (`kind` local); the remote one where a backend is given (the local models are
     not loaded then); with `kind` shared, the engine process every window uses (started if none answers; it
     exits after `idle_s` without a window)."""
@@ -20,8 +21,8 @@ def make_engine(cfg: EngineConfig, backend: BackendConfig | None = None, log=Non
     if EngineKind(kind) == EngineKind.SHARED:
         from .shared import SharedEngine
         return SharedEngine(cfg, idle_s=idle_s, **kw)
-    return Engine(cfg, **kw)
+    return LocalEngine(cfg, **kw)
 
 __all__ = ["BackendConfig", "BackendKind", "Cancel", "Cancelled", "ContextFullError", "CUT_SHORT", "DraftResidency",
            "ENDS_HOLE", "Engine", "EngineConfig", "EngineKind", "Generation", "GenerationRequest", "IDLE_S",
-           "make_engine", "ModelFileError", "shared_prefix", "StepObserver", "StopReason"]
+           "LocalEngine", "make_engine", "ModelFileError", "shared_prefix", "StepObserver", "StopReason"]

@@ -47,7 +47,9 @@ def _state_path(configured: str | None, default_name: str) -> Path | None:
     return Path(configured) if configured else registry.cache_dir() / default_name
 
 
-class Engine:
+class LocalEngine:
+    """The models in this process (the Engine protocol, interface.py)."""
+
     def __init__(self, cfg: EngineConfig, log=lambda msg: print(msg, file=sys.stderr)):
         self.cfg, self.log = cfg, log
         self.warnings: list[str] = []
@@ -210,7 +212,7 @@ class Engine:
             rate = min(max(tokens / seconds, self.prompt_tok_s / 2), self.prompt_tok_s * 2)
             self.prompt_tok_s += 0.3 * (rate - self.prompt_tok_s)
 
-    def file_changes(self) -> list[str]:
+    def _file_changes(self) -> list[str]:
         """Model files that changed on disk since loading. The weights are in memory, so this engine goes on
         unharmed; the next load of the same paths is what would fail."""
         out = []
@@ -222,7 +224,7 @@ class Engine:
 
     def notices(self) -> list[str]:
         """Messages for the user that came up since the last call (a model file changed on disk)."""
-        new = [m for m in self.file_changes() if m not in self._told]
+        new = [m for m in self._file_changes() if m not in self._told]
         self._told.update(new)
         return new
 

@@ -221,9 +221,6 @@ class RemoteEngine:
         return (f"backend {self.target.path} ({self.backend.kind}, {len(self.slots)} slot(s), context "
                 f"{self.cfg.n_ctx}): {self.health.state}; tokens from {self.vocab.path}")
 
-    def file_changes(self) -> list[str]:
-        return []
-
     def notices(self) -> list[str]:
         """Messages for the user that came up since the last call: the server went down, or is back."""
         out = list(self._notices)

@@ -399,9 +399,6 @@ class SharedEngine:
     def loaded(self) -> str:
         return f"shared engine (pid {self.pid}, {self.path}): {self._loaded}"
 
-    def file_changes(self) -> list[str]:
-        return []
-
     def notices(self) -> list[str]:
         out = list(self._notices)
         self._notices.clear()

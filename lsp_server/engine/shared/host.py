@@ -244,9 +244,9 @@ class EngineHost:
 
 def serve(cfg, path: str, idle_s: float) -> None:
     """Load the engine, then serve it until no window has been connected for `idle_s`."""
-    from ..engine import Engine
+    from ..engine import LocalEngine
     def load():
-        return Engine(cfg, log=lambda m: log.info("%s", m)), threading.get_ident()
+        return LocalEngine(cfg, log=lambda m: log.info("%s", m)), threading.get_ident()
 
     model = ThreadPoolExecutor(1, thread_name_prefix="tandem-model")
     engine, loaded_on = model.submit(load).result()
