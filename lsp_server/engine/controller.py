@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .acceptance import AcceptanceStats
-from .config import check_draft_bounds
+from .config import EngineConfig, check_draft_bounds
 from .costs import CostModel
 from .drafters.base import Draft
 
@@ -46,7 +46,8 @@ class Learned:
 
 
 class Controller:
-    def __init__(self, costs: CostModel, stats: AcceptanceStats, draft_min: int = 0, draft_max: int = 16):
+    def __init__(self, costs: CostModel, stats: AcceptanceStats, draft_min: int = EngineConfig.draft_min,
+                 draft_max: int = EngineConfig.draft_max):
         check_draft_bounds(draft_min, draft_max)
         self.costs, self.stats = costs, stats
         self.draft_min, self.draft_max = draft_min, draft_max

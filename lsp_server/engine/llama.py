@@ -17,6 +17,7 @@ import numpy as np
 import llama_cpp
 
 from .cancel import Cancelled, kept, stops_at
+from .config import EngineConfig
 from .gguf import ModelFileError
 from .kvstore import KVStore, Snapshot
 
@@ -140,7 +141,7 @@ class VocabularyFile(Vocabulary):
 
 
 class LlamaModel(Vocabulary):
-    def __init__(self, path: str, *, n_ctx: int = 4096, n_batch: int = 512, n_threads: int = 2,
+    def __init__(self, path: str, *, n_ctx: int = EngineConfig.n_ctx, n_batch: int = 512, n_threads: int = 2,
                  n_gpu_layers: int = 0, name: str = "model"):
         _init_backend()
         self.path, self.name, self.n_ctx, self.n_batch = path, name, n_ctx, n_batch
