@@ -30,8 +30,8 @@ def engine_runtime():
 @pytest.fixture(scope="session")
 def engine():
     """The real default pair, loaded once for the whole session (as the server keeps it warm)."""
-    from lsp_server.engine import Engine, EngineConfig
-    e = Engine(EngineConfig(stats_path="", draft_resident="always"))
+    from lsp_server.engine import DraftResidency, EngineConfig, LocalEngine
+    e = LocalEngine(EngineConfig(stats_path="", draft_resident=DraftResidency.ALWAYS))
     yield e
     e.close()
 

@@ -11,7 +11,7 @@ import time
 
 os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp()
 from lsp_server.engine import EngineConfig, GenerationRequest
-from lsp_server.engine.llama import Cancel
+from lsp_server.engine.cancel import Cancel
 from lsp_server.engine.shared import SharedEngine
 
 cfg = EngineConfig(stats_path="", kv_store_mib=64)

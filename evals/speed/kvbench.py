@@ -14,8 +14,8 @@ import numpy as np
 
 import llama_cpp
 
-from lsp_server.engine import registry
-from lsp_server.engine.engine import Engine, EngineConfig, resident_mib
+from lsp_server.engine import EngineConfig, LocalEngine, registry
+from lsp_server.engine.engine import resident_mib
 from lsp_server.engine.llama import LlamaModel
 
 
@@ -107,7 +107,7 @@ def full_store_figures(target: str | None, n: int) -> dict:
     """The engine as the server builds it with default settings (the automatic budget, the draft model unloaded
     where it cannot pay), one real page state evaluated and saved, then the store filled to its budget with
     copies of it under other keys (real bytes, as many pages would be): the process's resident size then."""
-    engine = Engine(EngineConfig(target_path=target, stats_path=""), log=lambda msg: None)
+    engine = LocalEngine(EngineConfig(target_path=target, stats_path=""), log=lambda msg: None)
     try:
         m = engine.target
         store = m.store

@@ -16,7 +16,7 @@ from typing import Callable
 
 from ..engine.acceptance import AcceptanceStats
 from ..engine.controller import Controller
-from ..engine.speculative import Generation, GenerationRequest, generate
+from ..engine.speculative import Generation, GenerationRequest, StepObserver, generate
 
 # a path's generation, given the call that hands the turn on after each of its steps
 Job = Callable[[Callable[[], None]], Generation]
@@ -104,6 +104,16 @@ def side_by_side(jobs: dict[str, Job], decodes: DecodeThread | None = None) -> d
         return {name: f.result() for name, f in futures.items()}
 
 
+class TakesTurns(StepObserver):
+    """A path's observer: after each of its steps it hands the turn on, a wait not counted as the path's time."""
+
+    def __init__(self, hand_on: Callable[[], None]):
+        self.hand_on = hand_on
+
+    def between_steps(self) -> None:
+        self.hand_on()
+
+
 PLAIN, AGAIN, TANDEM = "plain", "plain again", "tandem"
 # a path's request: (speculative, fixed model draft length) -> the request
 Requests = Callable[[bool, int], GenerationRequest]
@@ -168,7 +178,7 @@ class SideBySide:
 
     @staticmethod
     def _generate(path: BenchPath, ctx, req: GenerationRequest, hand_on) -> Generation:
-        req.between_steps = hand_on
+        req.observer = TakesTurns(hand_on)
         ngram, model, template = path.drafters
         return generate(ctx, path.controller, req, None, ngram, model, template)
 

@@ -5,8 +5,12 @@ import argparse
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from .. import __version__
+
+if TYPE_CHECKING:   # for the annotations only: each command imports what it uses when it runs
+    from ..engine import Engine
 
 
 def die(msg: str, code: int = 2) -> None:
@@ -42,7 +46,7 @@ def cmd_models(args) -> None:
         print(f"  {'other':<7} {p.name:<44} {p.stat().st_size / 1e6:>7,.0f} MB")
 
 
-def load_engine(args, **over):
+def load_engine(args, **over) -> tuple[Engine, float]:
     from ..engine import ModelFileError, make_engine
     from ..engine.backend import BackendError
     from .options import backend_config, engine_config
@@ -57,7 +61,7 @@ def load_engine(args, **over):
     return engine, time.perf_counter() - t0
 
 
-def _die_if_down(engine) -> None:
+def _die_if_down(engine: Engine) -> None:
     """A backend that cannot be used ends the command with its reason (the server, by contrast, waits)."""
     health = getattr(engine, "health", None)
     if health is not None and health.state == "down":
@@ -173,6 +177,7 @@ def cmd_bench(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..engine import IDLE_S
     from .options import add_engine_options
     p = argparse.ArgumentParser(prog="tandem", description="Local code completion with speculative decoding.")
     p.add_argument("--version", action="version", version=f"tandem {__version__}")
@@ -196,8 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "with the setting engine: shared)")
     g.add_argument("--socket", required=True, help="the Unix socket to serve on (made mode 0600)")
     g.add_argument("--config", help="the engine configuration, as JSON (EngineConfig's fields)")
-    g.add_argument("--idle-exit", type=float, default=600.0, metavar="S",
-                   help="exit after this many seconds without a window (default 600)")
+    g.add_argument("--idle-exit", type=float, default=IDLE_S, metavar="S",
+                   help=f"exit after this many seconds without a window (default {IDLE_S:g})")
     g.set_defaults(func=cmd_engine)
 
     c = sub.add_parser("complete", help="print the completion at a position of a file")

@@ -1,39 +1,43 @@
-"""Engine options shared by every command that loads models."""
+"""Engine options shared by every command that loads models. Their defaults are the engine's own (engine/config.py,
+engine/backend.py), which the server's Settings read too; Settings itself would bring the whole service in."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
-from ..engine import EngineConfig
-from ..engine.backend import KINDS, BackendConfig
+from ..engine import BackendConfig, BackendKind, EngineConfig
 
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
+    d, b = EngineConfig(), BackendConfig(url="")
     g = p.add_argument_group("models and speculation")
     g.add_argument("--target", metavar="GGUF", help="target model (default: the cached default target)")
     g.add_argument("--draft", metavar="GGUF", help="draft model; 'none' for target-only "
                    "(default: the cached default draft)")
-    g.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
-    g.add_argument("--threads", type=int, default=0, help="CPU threads (default: all cores)")
-    g.add_argument("-ngl", "--gpu-layers", type=int, default=0,
+    g.add_argument("--ctx", type=int, default=d.n_ctx, help=f"context size in tokens (default {d.n_ctx})")
+    g.add_argument("--threads", type=int, default=d.n_threads, help="CPU threads (default: all cores)")
+    g.add_argument("-ngl", "--gpu-layers", type=int, default=d.n_gpu_layers,
                    help="target layers offloaded to the GPU (needs a CUDA or Metal build)")
-    g.add_argument("-ngld", "--gpu-layers-draft", type=int, default=0, help="draft layers offloaded")
-    g.add_argument("--draft-min", type=int, default=0,
-                   help="never verify fewer drafted tokens than this, except none (default 0)")
-    g.add_argument("--draft-max", type=int, default=16, help="never draft more than this (default 16)")
-    g.add_argument("--drafters", default="ngram,template,model",
-                   help="drafters the controller may use, comma-separated (default ngram,template,model)")
+    g.add_argument("-ngld", "--gpu-layers-draft", type=int, default=d.n_gpu_layers_draft, help="draft layers offloaded")
+    g.add_argument("--draft-min", type=int, default=d.draft_min,
+                   help=f"never verify fewer drafted tokens than this, except none (default {d.draft_min})")
+    g.add_argument("--draft-max", type=int, default=d.draft_max, help=f"never draft more than this "
+                   f"(default {d.draft_max})")
+    g.add_argument("--drafters", default=",".join(d.drafters),
+                   help=f"drafters the controller may use, comma-separated (default {','.join(d.drafters)})")
     g.add_argument("--stats", metavar="PATH", help="acceptance statistics file ('' to keep them in memory)")
     r = p.add_argument_group("an inference server instead of the models in-process (docs/team-server.md)")
     r.add_argument("--backend", metavar="URL", help="the server's URL, e.g. http://127.0.0.1:8012")
-    r.add_argument("--backend-kind", choices=KINDS, default="llama-server",
+    r.add_argument("--backend-kind", choices=list(BackendKind), default=b.kind,
                    help="llama-server (its /completion) or openai (/v1/completions: vLLM and others)")
-    r.add_argument("--backend-model", default="", help="openai: the model name (default: the server's first)")
-    r.add_argument("--backend-api-key-env", default="", metavar="VAR",
+    r.add_argument("--backend-model", default=b.model,
+                   help="openai: the model name (default: the server's first)")
+    r.add_argument("--backend-api-key-env", default=b.api_key_env, metavar="VAR",
                    help="the environment variable that holds the server's API key")
-    r.add_argument("--backend-vocab", default="", metavar="GGUF",
+    r.add_argument("--backend-vocab", default=b.vocab, metavar="GGUF",
                    help="a GGUF of the server model's family, for its tokens (default: the default target's)")
-    r.add_argument("--backend-timeout", type=float, default=10.0, metavar="S",
-                   help="seconds to connect (default 10)")
+    r.add_argument("--backend-timeout", type=float, default=b.timeout_s, metavar="S",
+                   help=f"seconds to connect (default {b.timeout_s:g})")
 
 
 def backend_config(args: argparse.Namespace) -> BackendConfig | None:
@@ -50,6 +54,4 @@ def engine_config(args: argparse.Namespace, **over) -> EngineConfig:
         n_gpu_layers=args.gpu_layers, n_gpu_layers_draft=args.gpu_layers_draft, draft_min=args.draft_min,
         draft_max=args.draft_max, drafters=tuple(d.strip() for d in args.drafters.split(",") if d.strip()),
         stats_path=args.stats)
-    for k, v in over.items():
-        setattr(cfg, k, v)
-    return cfg
+    return replace(cfg, **over)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .acceptance import AcceptanceStats
+from .config import EngineConfig, check_draft_bounds
 from .costs import CostModel
 from .drafters.base import Draft
 
@@ -45,10 +46,9 @@ class Learned:
 
 
 class Controller:
-    def __init__(self, costs: CostModel, stats: AcceptanceStats, draft_min: int = 0, draft_max: int = 16):
-        if draft_max < 0 or draft_min < 0 or draft_min > max(draft_max, 0):
-            raise ValueError(f"draft bounds must satisfy 0 <= draft_min <= draft_max "
-                             f"(got {draft_min}, {draft_max})")
+    def __init__(self, costs: CostModel, stats: AcceptanceStats, draft_min: int = EngineConfig.draft_min,
+                 draft_max: int = EngineConfig.draft_max):
+        check_draft_bounds(draft_min, draft_max)
         self.costs, self.stats = costs, stats
         self.draft_min, self.draft_max = draft_min, draft_max
         self._ceilings: dict[tuple, bool] = {}

@@ -2,49 +2,25 @@
 store that keeps earlier prompts' states for them."""
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import llama_cpp
 
 from . import registry
 from .acceptance import AcceptanceStats
+from .cancel import Cancelled
+from .config import DRAFTERS, DraftResidency, EngineConfig
 from .controller import BEST_MODEL_ACCEPTANCE, Controller
 from .costs import calibrate, calibration_key
 from .drafters import ModelDrafter, NgramDrafter, TemplateDrafter
 from .gguf import ModelFileError
 from .kvstore import KVStore
-from .llama import Cancelled, LlamaModel
+from .llama import LlamaModel
 from .speculative import Generation, GenerationRequest, generate
 from .vocab import FimTokens, fim_tokens, incompatibility
-
-
-@dataclass
-class EngineConfig:
-    target_path: str | None = None        # None: the default target from the model cache
-    draft_path: str | None = None         # None: the default draft; "" or "none": no draft model
-    n_ctx: int = 4096
-    n_threads: int = 0                    # 0: every core
-    n_gpu_layers: int = 0                 # target layers offloaded (needs a CUDA/Metal build)
-    n_gpu_layers_draft: int = 0
-    draft_min: int = 0
-    draft_max: int = 16
-    speculation: bool = True
-    drafters: tuple[str, ...] = ("ngram", "template", "model")
-    stats_path: str | None = None         # None: in the cache folder; "" : do not persist
-    calibration_path: str | None = None   # None: in the cache folder; "": measure every start
-    kv_store_mib: int = -1                # RAM for stored KV states; -1: what keeps the process near RSS_GOAL_MIB
-    # "auto": a draft model that cannot pay on this machine even at its best is unloaded after calibration
-    # (its memory goes to the KV store); "always": it stays (benchmarks that compare a fixed draft)
-    draft_resident: str = "auto"
-    cache_reuse: int = 0                  # >0: reuse cached runs of this many tokens at shifted positions
-
-    def threads(self) -> int:
-        return self.n_threads or os.cpu_count() or 1
 
 
 # the automatic KV store budget keeps the resident size of the process below this (the target is 2.5 GB), with
@@ -71,7 +47,9 @@ def _state_path(configured: str | None, default_name: str) -> Path | None:
     return Path(configured) if configured else registry.cache_dir() / default_name
 
 
-class Engine:
+class LocalEngine:
+    """The models in this process (the Engine protocol, interface.py)."""
+
     def __init__(self, cfg: EngineConfig, log=lambda msg: print(msg, file=sys.stderr)):
         self.cfg, self.log = cfg, log
         self.warnings: list[str] = []
@@ -93,9 +71,9 @@ class Engine:
         if self.fim is None:
             self.warn(f"{target_path}: the vocabulary has no FIM tokens; completions use the prefix only")
 
-        unknown = set(cfg.drafters) - {"ngram", "template", "model"}
+        unknown = set(cfg.drafters) - set(DRAFTERS)
         if unknown:
-            raise ValueError(f"unknown drafter(s) {', '.join(sorted(unknown))}: choose from ngram, template, model")
+            raise ValueError(f"unknown drafter(s) {', '.join(sorted(unknown))}: choose from {', '.join(DRAFTERS)}")
         self.draft: LlamaModel | None = None
         self.draft_decision = "no draft model configured" if cfg.draft_path in ("", "none") else \
             "the model drafter is not among the drafters" if "model" not in cfg.drafters else ""
@@ -115,7 +93,7 @@ class Engine:
         self._draft_checked = 0.0
         if self.draft is not None:
             self.draft_decision = "resident: " + self._draft_reason()
-            if cfg.draft_resident == "auto" and not self.controller.model_can_pay():
+            if cfg.draft_resident == DraftResidency.AUTO and not self.controller.model_can_pay():
                 self.draft_decision = "unloaded: " + self._draft_reason()
                 self.draft.close()
                 self.draft = None
@@ -151,7 +129,8 @@ class Engine:
             return False
         self._draft_checked = now
         if self.draft is not None:
-            if self.cfg.draft_resident != "auto" or self.controller.model_best_rate() >= self.controller.plain_rate():
+            if (self.cfg.draft_resident != DraftResidency.AUTO
+                    or self.controller.model_best_rate() >= self.controller.plain_rate()):
                 return False
             with self.lock:
                 self.draft.close()
@@ -233,7 +212,7 @@ class Engine:
             rate = min(max(tokens / seconds, self.prompt_tok_s / 2), self.prompt_tok_s * 2)
             self.prompt_tok_s += 0.3 * (rate - self.prompt_tok_s)
 
-    def file_changes(self) -> list[str]:
+    def _file_changes(self) -> list[str]:
         """Model files that changed on disk since loading. The weights are in memory, so this engine goes on
         unharmed; the next load of the same paths is what would fail."""
         out = []
@@ -245,7 +224,7 @@ class Engine:
 
     def notices(self) -> list[str]:
         """Messages for the user that came up since the last call (a model file changed on disk)."""
-        new = [m for m in self.file_changes() if m not in self._told]
+        new = [m for m in self._file_changes() if m not in self._told]
         self._told.update(new)
         return new
 

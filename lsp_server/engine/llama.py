@@ -12,11 +12,12 @@ import os
 import threading
 from dataclasses import dataclass
 from typing import Callable
-
 import numpy as np
 
 import llama_cpp
 
+from .cancel import Cancelled, kept, stops_at
+from .config import EngineConfig
 from .gguf import ModelFileError
 from .kvstore import KVStore, Snapshot
 
@@ -46,56 +47,6 @@ def _silent_log(level, text, user_data):  # pragma: no cover - called from C
 
 
 ggml_no_abort = ctypes.cast(None, llama_cpp.ggml_abort_callback)
-
-
-class Cancel(threading.Event):
-    """A cancel flag that may spare a prefix: prompt evaluation goes on up to `keep_until` tokens after it is
-    set, because the request that replaced this one shares them and would evaluate them next anyway."""
-
-    def __init__(self, yields: bool = False):
-        super().__init__()
-        self.keep_until = 0
-        # background work nobody waits for (a prefetch, an offer, a generation going on after its answer): where
-        # one engine serves several windows, another window's request stops it (in-process the service does)
-        self.yields = yields
-        self._listeners: list[Callable[["Cancel"], None]] = []
-
-    def set_yields(self, yields: bool) -> None:
-        if yields != self.yields:
-            self.yields = yields
-            for fn in list(self._listeners):
-                fn(self)
-
-    def set_keeping(self, keep_until: int) -> None:
-        self.keep_until = max(0, keep_until) if not self.is_set() else min(self.keep_until, max(0, keep_until))
-        self.set()
-
-    def set(self) -> None:
-        super().set()
-        for fn in list(self._listeners):
-            fn(self)
-
-    def listen(self, fn: Callable[["Cancel"], None]) -> Callable[[], None]:
-        """Call `fn(self)` when it is set, each time its limit changes after (at once if set already) and when
-        `yields` changes, in the setter's thread: a cancel that crosses a socket goes at once, no waiting thread
-        polls for it. Returns what stops it."""
-        self._listeners.append(fn)
-        if self.is_set():
-            fn(self)
-        return lambda: self._listeners.remove(fn) if fn in self._listeners else None
-
-
-def _kept(cancel) -> int:
-    return getattr(cancel, "keep_until", 0)
-
-
-def _stops_at(cancel, end: int) -> bool:
-    """Whether a prompt chunk ending at position `end` should stop for this cancel flag."""
-    return cancel.is_set() and end > _kept(cancel)
-
-
-class Cancelled(Exception):
-    """The caller's cancel flag was set."""
 
 
 PREFILL_CHUNK = 64    # a cancel also stops a chunk mid-way (llama.cpp's abort callback); chunks this size
@@ -190,7 +141,7 @@ class VocabularyFile(Vocabulary):
 
 
 class LlamaModel(Vocabulary):
-    def __init__(self, path: str, *, n_ctx: int = 4096, n_batch: int = 512, n_threads: int = 2,
+    def __init__(self, path: str, *, n_ctx: int = EngineConfig.n_ctx, n_batch: int = 512, n_threads: int = 2,
                  n_gpu_layers: int = 0, name: str = "model"):
         _init_backend()
         self.path, self.name, self.n_ctx, self.n_batch = path, name, n_ctx, n_batch
@@ -244,7 +195,7 @@ class LlamaModel(Vocabulary):
         self._abort_on: threading.Event | None = None
         self._abort_end = 0
         self._abort_cb = llama_cpp.ggml_abort_callback(
-            lambda _data: bool(self._abort_on is not None and _stops_at(self._abort_on, self._abort_end)))
+            lambda _data: bool(self._abort_on is not None and stops_at(self._abort_on, self._abort_end)))
         self.batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
         self.tokens: list[int] = []
         self.counters = ModelCounters()
@@ -325,8 +276,8 @@ class LlamaModel(Vocabulary):
         for start in range(0, len(tokens), step):
             chunk = tokens[start:start + step]
             trimmed = False
-            if cancel is not None and _stops_at(cancel, len(self.tokens) + len(chunk)):
-                room = _kept(cancel) - len(self.tokens)
+            if cancel is not None and stops_at(cancel, len(self.tokens) + len(chunk)):
+                room = kept(cancel) - len(self.tokens)
                 if room <= 0:
                     raise Cancelled()
                 chunk, trimmed = chunk[:room], True   # only what the replacing prompt shares, then stop
@@ -343,7 +294,7 @@ class LlamaModel(Vocabulary):
                     self._abort_on = None
                 if rc == 2 and cancel.is_set():   # aborted: llama.cpp dropped this chunk's positions
                     llama_cpp.llama_memory_seq_rm(self.mem, 0, pos0, -1)
-                    self._decode_kept(chunk, pos0, _kept(cancel) - pos0)
+                    self._decode_kept(chunk, pos0, kept(cancel) - pos0)
                     raise Cancelled()
             else:
                 rc = self._llama_decode()

@@ -18,8 +18,8 @@ import httpx
 from httpx_sse import SSEError, aconnect_sse
 
 from . import registry
-from .backend import BackendConfig, BackendError
-from .engine import EngineConfig
+from .backend import BackendConfig, BackendError, BackendKind
+from .config import EngineConfig
 from .gguf import ModelFileError
 from .llama import ContextFullError, ModelCounters, VocabularyFile, shared_prefix
 from .speculative import DrafterCount, Generation, GenerationRequest, StopReason, text_stop
@@ -151,7 +151,7 @@ class RemoteEngine:
             raise BackendError(f"backend {self.target.path}{path} answered something that is not JSON") from None
 
     async def _connect(self) -> None:
-        if self.backend.kind == "llama-server":
+        if self.backend.kind == BackendKind.LLAMA_SERVER:
             props = await self._get("/props")
             gen = props.get("default_generation_settings") or {}
             n_ctx = gen.get("n_ctx") or props.get("n_ctx")
@@ -207,7 +207,7 @@ class RemoteEngine:
                 keep: int = 0) -> int:
         """The prompt evaluated into a slot ahead of its request (llama-server: `n_predict` 0); returns the
         tokens the server evaluated."""
-        if self.backend.kind != "llama-server" or not tokens:
+        if self.backend.kind != BackendKind.LLAMA_SERVER or not tokens:
             return 0
         req = GenerationRequest(list(tokens), max_tokens=0)
         with self.lock:
@@ -220,9 +220,6 @@ class RemoteEngine:
     def loaded(self) -> str:
         return (f"backend {self.target.path} ({self.backend.kind}, {len(self.slots)} slot(s), context "
                 f"{self.cfg.n_ctx}): {self.health.state}; tokens from {self.vocab.path}")
-
-    def file_changes(self) -> list[str]:
-        return []
 
     def notices(self) -> list[str]:
         """Messages for the user that came up since the last call: the server went down, or is back."""
@@ -313,7 +310,7 @@ class RemoteEngine:
 
     def _body(self, req: GenerationRequest, slot: int) -> tuple[str, dict]:
         stop = list(req.stop)
-        if self.backend.kind == "llama-server":
+        if self.backend.kind == BackendKind.LLAMA_SERVER:
             body = {"prompt": req.tokens, "n_predict": req.max_tokens, "stream": True, "cache_prompt": True,
                     "id_slot": slot if len(self.slots) > 1 else -1, "temperature": 0.0, "top_k": 1,
                     "stop": stop, "return_tokens": True, "n_probs": 0}
@@ -383,7 +380,7 @@ class RemoteEngine:
 
     def _chunk(self, data: dict, out: _Stream) -> tuple[str, list[int], bool]:
         """(text, token ids, last chunk) of one streamed event; the last sets why generation ended."""
-        if self.backend.kind == "llama-server":
+        if self.backend.kind == BackendKind.LLAMA_SERVER:
             final = bool(data.get("stop"))
             if final:
                 out.timings = data.get("timings") or {}

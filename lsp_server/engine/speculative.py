@@ -6,11 +6,12 @@ import logging
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Callable
+from typing import Callable, Protocol
 
 from .controller import Controller, Plan
 from .drafters import Draft, ModelDrafter, NgramDrafter, TemplateDrafter
-from .llama import Cancelled, ContextFullError, LlamaModel, top2
+from .cancel import Cancelled
+from .llama import ContextFullError, LlamaModel, top2
 
 
 class StopReason(StrEnum):
@@ -27,6 +28,21 @@ class StopReason(StrEnum):
 ENDS_HOLE = (StopReason.EOG, StopReason.STOP)
 # a limit ended it while the model was still writing
 CUT_SHORT = (StopReason.LENGTH, StopReason.TIME)
+
+
+class StepObserver(Protocol):
+    """What the benchmarks and tests see of the speculative loop from inside it; the editor's requests carry
+    none. Set as a request's `observer`, it is called on the generating thread, in the local engine only (it
+    does not cross the shared engine's socket). A class that subclasses it overrides what it needs: the other
+    methods do nothing."""
+
+    def step(self, emitted: int, drafter: str, drafted: list[int], accepted: int) -> None:
+        """After each verify step, before its tokens are emitted: how many output tokens came before it, the
+        drafter whose tokens were verified ("" for a plain step), those tokens, and how many were accepted."""
+
+    def between_steps(self) -> None:
+        """After each step the generation goes on from; the time it takes is not counted as the generation's
+        (the bench runs several paths side by side, a step each in turn)."""
 
 
 @dataclass
@@ -49,11 +65,7 @@ class GenerationRequest:
     # is a comment before the code line, or the line opens a block whose body must follow)
     goes_on: Callable[[str], bool] | None = None
     keep: int = 0                  # the prompt's first tokens worth a place in the KV store (a page's text)
-    # called after each step, its time not counted: the bench runs paths side by side, a step each in turn
-    between_steps: Callable[[], None] | None = None
-    # after each verify step: (output tokens before it, the drafter verified or "", its drafted tokens verified,
-    # how many of them were accepted); the bench's shadow acceptance is checked against it
-    on_step: Callable[[int, str, list[int], int], None] | None = None
+    observer: StepObserver | None = None
 
 
 @dataclass
@@ -224,8 +236,8 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
             controller.observe_step(v.seconds, plan, v.accepted, draft.cost_s if n else 0.0)
         near_ties += v.near_tie
         accepted, next_tok, margins = v.accepted, v.next_tok, v.margins
-        if req.on_step is not None:
-            req.on_step(len(out.tokens), draft.drafter if n else "", drafted, accepted)
+        if req.observer is not None:
+            req.observer.step(len(out.tokens), draft.drafter if n else "", drafted, accepted)
         steps += 1
         if trace and n:
             log.debug("step %d: %s drafted %r (%s), accepted %d, target says %r", steps, draft.drafter,
@@ -249,9 +261,9 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
             req.on_text(out.text, len(out.tokens))
         tok, last_gap = next_tok, margins[-1]
         margin = last_gap if record else None
-        if req.between_steps is not None:
+        if req.observer is not None:
             t_wait = time.perf_counter()
-            req.between_steps()
+            req.observer.between_steps()
             paused += time.perf_counter() - t_wait
 
     t_end = time.perf_counter()

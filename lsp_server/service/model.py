@@ -54,7 +54,7 @@ class Model:
             cfg, backend = settings.engine_config(), settings.backend_config()
             progress(f"connecting to {backend.url}" if backend else
                      f"loading {cfg.target_path or 'the default target'} and {cfg.draft_path or 'the default draft'}")
-            engine = make_engine(cfg, backend, log=progress, shared=settings.engine == "shared",
+            engine = make_engine(cfg, backend, log=progress, kind=settings.engine,
                                  idle_s=settings.engine_idle_minutes * 60)
             progress(engine.loaded())
             return Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens)

@@ -1,17 +1,19 @@
 """The server's settings: defaults < config file < initializationOptions < workspace/didChangeConfiguration.
-Keys are accepted in snake_case or camelCase (VS Code settings are camelCase)."""
+Keys are accepted in snake_case or camelCase (VS Code settings are camelCase). The engine's defaults and checks
+are its own (engine/config.py, engine/backend.py), read here: the engine cannot read Settings."""
 from __future__ import annotations
 
 import os
 import re
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
+from enum import Enum
 from pathlib import Path
 
 import pathspec
 
-from ..engine import EngineConfig
-from ..engine.backend import KINDS, BackendConfig
+from ..engine.backend import BackendConfig, BackendError, BackendKind
+from ..engine.config import IDLE_S, EngineConfig, EngineKind, check_draft_bounds
 from ..prompt import PromptBudget
 
 
@@ -31,28 +33,28 @@ class Settings:
     # models (a change reloads them)
     target: str = ""                  # "" : the default target from the model cache
     draft: str = ""                   # "" : the default draft; "none": no draft model
-    context_size: int = 4096
-    threads: int = 0
-    gpu_layers: int = 0
-    gpu_layers_draft: int = 0
-    drafters: tuple[str, ...] = ("ngram", "template", "model")
+    context_size: int = EngineConfig.n_ctx
+    threads: int = EngineConfig.n_threads
+    gpu_layers: int = EngineConfig.n_gpu_layers
+    gpu_layers_draft: int = EngineConfig.n_gpu_layers_draft
+    drafters: tuple[str, ...] = EngineConfig.drafters
     # an inference server instead of the models in-process (docs/team-server.md); "" : in-process
     backend: str = ""                 # its URL
-    backend_kind: str = "llama-server"   # llama-server | openai
-    backend_model: str = ""           # openai: the model name ("" : the server's first)
-    backend_api_key_env: str = ""     # the environment variable holding its API key (never the key itself)
-    backend_timeout_ms: int = 10000
-    backend_verify_tls: bool = True
-    backend_max_in_flight: int = 2
-    backend_vocab: str = ""           # a GGUF of the server model's family, for its tokens ("" : default target's)
+    backend_kind: BackendKind = BackendConfig.kind
+    backend_model: str = BackendConfig.model               # openai: the model name ("" : the server's first)
+    backend_api_key_env: str = BackendConfig.api_key_env   # the variable holding its API key (never the key)
+    backend_timeout_ms: int = round(BackendConfig.timeout_s * 1000)
+    backend_verify_tls: bool = BackendConfig.verify_tls
+    backend_max_in_flight: int = BackendConfig.max_in_flight
+    backend_vocab: str = BackendConfig.vocab   # a GGUF of the server model's family ("" : the default target's)
     # "shared": the models in one engine process for every window (started when none answers, gone after
     # engineIdleMinutes without a window); "local": in this server's process
-    engine: str = "shared"
-    engine_idle_minutes: int = 10
+    engine: EngineKind = EngineKind.SHARED
+    engine_idle_minutes: int = round(IDLE_S / 60)
     # generation (takes effect on the next request)
-    speculation: bool = True
-    draft_min: int = 0
-    draft_max: int = 16
+    speculation: bool = EngineConfig.speculation
+    draft_min: int = EngineConfig.draft_min
+    draft_max: int = EngineConfig.draft_max
     # a block asked for: room for a long hole (at 96 tokens 20 % of the multi-line development set's answers were
     # cut, and 5 of 23 of those sampled failed for it alone); "line or block" places keep 96 (pipeline.py); in the
     # editor the time budget ends a generation first
@@ -79,8 +81,8 @@ class Settings:
     # answered from a short prompt of the nearest lines (fastPrefixTokens) while its page fills (-1: never)
     prompt_budget_ms: int = 700
     fast_prefix_tokens: int = 96
-    kv_store_mib: int = -1            # RAM for the KV states of pages and documents; -1: automatic (README)
-    cache_reuse: int = 0              # >0: reuse cached runs of this many tokens at shifted positions (README)
+    kv_store_mib: int = EngineConfig.kv_store_mib   # RAM for pages' and documents' KV states; -1: automatic
+    cache_reuse: int = EngineConfig.cache_reuse     # >0: reuse cached runs of this many tokens at shifted positions
     # behaviour
     enabled: bool = True
     languages: dict[str, bool] = field(default_factory=dict)   # {"markdown": false}; others on
@@ -146,8 +148,9 @@ class Settings:
                             kv_store_mib=self.kv_store_mib, cache_reuse=self.cache_reuse)
 
     def backend_config(self) -> BackendConfig | None:
-        if not self.backend:
-            return None
+        return self._backend() if self.backend else None
+
+    def _backend(self) -> BackendConfig:
         return BackendConfig(url=self.backend, kind=self.backend_kind, model=self.backend_model,
                              api_key_env=self.backend_api_key_env, timeout_s=self.backend_timeout_ms / 1000,
                              verify_tls=self.backend_verify_tls, max_in_flight=self.backend_max_in_flight,
@@ -176,16 +179,16 @@ class Settings:
         return new
 
     def check(self) -> None:
-        if self.draft_min < 0 or self.draft_max < 0 or self.draft_min > max(self.draft_max, 0):
-            raise SettingsError(f"draft limits must satisfy 0 <= draftMin <= draftMax "
-                                f"(got {self.draft_min}, {self.draft_max})")
+        try:
+            check_draft_bounds(self.draft_min, self.draft_max)
+            self._backend().check()
+        except (ValueError, BackendError) as e:
+            raise SettingsError(str(e)) from None
         for name in ("context_size", "max_tokens", "max_tokens_single_line", "prefix_tokens", "fast_prefix_tokens"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"{name} must be positive")
-        if self.backend and not self.backend.startswith(("http://", "https://")):
-            raise SettingsError(f"backend {self.backend!r}: expected an http:// or https:// URL")
-        if self.engine not in ("local", "shared"):
-            raise SettingsError(f"engine {self.engine!r}: choose local or shared")
+        if self.engine not in list(EngineKind):
+            raise SettingsError(f"engine {self.engine!r}: choose from {', '.join(EngineKind)}")
         if self.engine_idle_minutes <= 0:
             raise SettingsError("engineIdleMinutes must be positive")
         for pattern in self.exclude:
@@ -193,10 +196,6 @@ class Settings:
                 pathspec.GitIgnoreSpec.from_lines([pattern])
             except ValueError as e:   # pathspec's pattern errors are ValueErrors
                 raise SettingsError(f"exclude: {pattern!r} is not a gitignore pattern ({e})") from None
-        if self.backend_kind not in KINDS:
-            raise SettingsError(f"backendKind {self.backend_kind!r}: choose from {', '.join(KINDS)}")
-        if self.backend_timeout_ms <= 0 or self.backend_max_in_flight < 1:
-            raise SettingsError("backendTimeoutMs must be positive and backendMaxInFlight at least 1")
         if self.cache_reuse < 0:
             raise SettingsError("cacheReuse must be 0 (off) or a number of tokens")
         if self.kv_store_mib < -1:
@@ -222,6 +221,11 @@ def _snake(key: str) -> str:
 
 
 def _coerce(name: str, value, current):
+    if isinstance(current, Enum):
+        kinds = type(current)
+        if isinstance(value, str) and value in list(kinds):
+            return kinds(value)
+        raise SettingsError(f"setting {name} {value!r}: choose from {', '.join(kinds)}")
     if isinstance(current, bool):
         if isinstance(value, bool):
             return value

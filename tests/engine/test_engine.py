@@ -66,7 +66,7 @@ def test_speculative_output_equals_plain_greedy(engine, pipeline, cheap_verifica
 def test_paths_side_by_side_on_contexts_of_one_copy_of_the_weights(engine, pipeline):
     """What the bench runs: plain decoding on a second context of the target's weights and Tandem on the
     engine's own, a step each in turn; each writes what it writes alone, and the waits are not its time."""
-    from lsp_server.bench.side_by_side import side_by_side
+    from lsp_server.bench.side_by_side import TakesTurns, side_by_side
     from lsp_server.engine.speculative import generate
 
     case, prompt = next(fixture_prompts(pipeline, 1))
@@ -86,7 +86,7 @@ def test_paths_side_by_side_on_contexts_of_one_copy_of_the_weights(engine, pipel
                     hand_on()
                     time.sleep(0.02)        # a wait that must not count as this path's time
                     waits[name] += time.perf_counter() - t
-                r = req(speculative=speculative, between_steps=between)
+                r = req(speculative=speculative, observer=TakesTurns(between))
                 return (generate(model, engine.controller, r) if model is twin else engine.generate(r))
             return job
 

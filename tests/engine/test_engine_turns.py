@@ -81,7 +81,7 @@ def test_one_job_at_a_time():
 
 def test_a_cancel_tells_its_listeners_when_set_and_when_its_limit_shrinks():
     """What lets the shared engine's client pass a cancel on at once instead of polling for it."""
-    from lsp_server.engine.llama import Cancel
+    from lsp_server.engine.cancel import Cancel
 
     seen: list[int] = []
     c = Cancel()

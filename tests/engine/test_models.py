@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from lsp_server.engine import Engine, EngineConfig, ModelFileError, registry
+from lsp_server.engine import EngineConfig, LocalEngine, ModelFileError, registry
 from lsp_server.engine.gguf import read_gguf
 
 from conftest import ROOT, tandem_cmd
@@ -31,7 +31,7 @@ def test_truncated_file_is_rejected(tmp_path):
     with pytest.raises(ModelFileError, match="truncated model file"):
         read_gguf(str(bad))
     with pytest.raises(ModelFileError, match="truncated"):
-        Engine(EngineConfig(target_path=str(bad), draft_path="none", stats_path="", calibration_path=""))
+        LocalEngine(EngineConfig(target_path=str(bad), draft_path="none", stats_path="", calibration_path=""))
 
 
 @pytest.mark.models
@@ -88,7 +88,7 @@ def test_cached_default_model_modified_after_verification_is_rehashed(tmp_path, 
 def test_broken_or_missing_draft_means_target_only(tmp_path):
     bad = truncated_copy(DRAFT, tmp_path / "draft.gguf", 50_000_000)
     for draft in (str(bad), str(tmp_path / "missing.gguf")):
-        e = Engine(EngineConfig(draft_path=draft, stats_path=""))
+        e = LocalEngine(EngineConfig(draft_path=draft, stats_path=""))
         try:
             assert e.draft is None
             assert any("running target-only" in w for w in e.warnings)
@@ -128,7 +128,7 @@ def test_default_pair_vocabularies_are_compatible(engine):
 @pytest.mark.models
 def test_gpu_layers_on_a_cpu_build_are_reported():
     import llama_cpp
-    e = Engine(EngineConfig(draft_path="none", n_gpu_layers=99, stats_path=""))
+    e = LocalEngine(EngineConfig(draft_path="none", n_gpu_layers=99, stats_path=""))
     try:
         if llama_cpp.llama_supports_gpu_offload():
             assert not any("no GPU support" in w for w in e.warnings)

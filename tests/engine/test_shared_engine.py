@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.engine import EngineConfig, GenerationRequest
-from lsp_server.engine.llama import Cancel
+from lsp_server.engine.cancel import Cancel
 from lsp_server.engine.shared import SharedEngine, socket_path
 from lsp_server.engine.shared.client import stop_all
 from rawlsp import RawServer

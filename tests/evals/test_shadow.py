@@ -9,7 +9,7 @@ from lsp_server.engine.acceptance import AcceptanceStats
 from lsp_server.engine.controller import Controller
 from lsp_server.engine.costs import CostModel
 from lsp_server.engine.llama import shared_prefix
-from lsp_server.engine.speculative import NEAR_TIE, generate
+from lsp_server.engine.speculative import NEAR_TIE, StepObserver, generate
 from lsp_server.pipeline import Pipeline
 from lsp_server.prompt import PromptBudget
 
@@ -56,6 +56,16 @@ def exact_caches(engine):
     engine.target.reset()
 
 
+class Steps(StepObserver):
+    """Each verify step's (output tokens before it, drafter, drafted tokens, accepted)."""
+
+    def __init__(self):
+        self.seen: list[tuple] = []
+
+    def step(self, *seen) -> None:
+        self.seen.append(seen)
+
+
 def test_shadow_acceptance_equals_real_verification(exact_caches):
     engine = exact_caches
     pipe = Pipeline(engine, PromptBudget(prefix_tokens=1536, suffix_tokens=256, context_tokens=0))
@@ -68,12 +78,12 @@ def test_shadow_acceptance_equals_real_verification(exact_caches):
         assert len(sp.states) == sp.steps > 10
         # the model drafter, the free drafters alone, and a fixed draft of 4 model tokens
         for model, fixed in ((engine.model_drafter, 0), (None, 0), (engine.model_drafter, 4)):
-            steps = []
+            steps = Steps()
             g = generate(engine.target, _eager(), GenerationRequest(
                 prompt.tokens, max_tokens=MAX_TOKENS, stop=prompt.stop, language=lang, left_text=prefix,
-                fixed_model_draft=fixed, on_step=lambda *a: steps.append(a)),
+                fixed_model_draft=fixed, observer=steps),
                 None, engine.ngram, model, engine.template)
-            for j, drafter, drafted, accepted in steps:
+            for j, drafter, drafted, accepted in steps.seen:
                 if not drafter:
                     continue
                 # past a near-tie where the two runs' kernels chose differently, the outputs part: compare

@@ -22,9 +22,10 @@ from typing import BinaryIO
 
 from .. import registry
 from ..backend import BackendError
-from ..engine import EngineConfig
+from ..cancel import Cancel
+from ..config import IDLE_S, EngineConfig
 from ..gguf import ModelFileError
-from ..llama import Cancel, ContextFullError, VocabularyFile
+from ..llama import ContextFullError, VocabularyFile
 from ..remote import RemoteModel
 from ..speculative import Generation, GenerationRequest
 from ..vocab import fim_tokens
@@ -91,7 +92,7 @@ class SharedModel(RemoteModel):
 
 
 class SharedEngine:
-    def __init__(self, cfg: EngineConfig, log=lambda msg: print(msg, file=sys.stderr), idle_s: float = 600.0,
+    def __init__(self, cfg: EngineConfig, log=lambda msg: print(msg, file=sys.stderr), idle_s: float = IDLE_S,
                  path: str | None = None):
         self.cfg, self.log, self.idle_s = replace(cfg), log, idle_s
         self.path = path or socket_path(cfg)
@@ -397,9 +398,6 @@ class SharedEngine:
 
     def loaded(self) -> str:
         return f"shared engine (pid {self.pid}, {self.path}): {self._loaded}"
-
-    def file_changes(self) -> list[str]:
-        return []
 
     def notices(self) -> list[str]:
         out = list(self._notices)

@@ -14,7 +14,8 @@ import threading
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 
-from ..llama import Cancel, ContextFullError
+from ..cancel import Cancel
+from ..llama import ContextFullError
 from . import wire
 from .turns import FILL, REQUEST, Turns
 
@@ -243,9 +244,9 @@ class EngineHost:
 
 def serve(cfg, path: str, idle_s: float) -> None:
     """Load the engine, then serve it until no window has been connected for `idle_s`."""
-    from ..engine import Engine
+    from ..engine import LocalEngine
     def load():
-        return Engine(cfg, log=lambda m: log.info("%s", m)), threading.get_ident()
+        return LocalEngine(cfg, log=lambda m: log.info("%s", m)), threading.get_ident()
 
     model = ThreadPoolExecutor(1, thread_name_prefix="tandem-model")
     engine, loaded_on = model.submit(load).result()

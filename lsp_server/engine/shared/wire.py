@@ -10,7 +10,7 @@ from ..speculative import DrafterCount, Generation, GenerationRequest, StopReaso
 
 # the request's plain fields (its callbacks travel as flags: the host sends events back instead)
 REQUEST_FIELDS = tuple(f.name for f in fields(GenerationRequest)
-                       if f.name not in ("on_text", "on_prompt", "goes_on", "between_steps", "on_step"))
+                       if f.name not in ("on_text", "on_prompt", "goes_on", "observer"))
 
 
 def dumps(msg: dict) -> bytes:
