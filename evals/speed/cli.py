@@ -6,6 +6,7 @@ from __future__ import annotations
 from lsp_server.bench.run import run_bench
 from lsp_server.cli.main import add_bench_arguments, die, load_engine
 from lsp_server.cli.options import backend_config
+from lsp_server.engine.config import DraftResidency
 
 
 def add_arguments(b) -> None:
@@ -57,7 +58,8 @@ def run_speed(args) -> None:
         return
     # a fixed draft-model column, and the shadow's draft-model proposals, need the draft model even where the
     # controller would unload it
-    engine, _ = load_engine(args, **({"draft_resident": "always"} if args.with_model_draft or args.shadow else {}))
+    engine, _ = load_engine(args, **({"draft_resident": DraftResidency.ALWAYS} if args.with_model_draft or args.shadow
+                                     else {}))
     try:
         if args.llama_speculative and engine.draft is None:
             die("--llama-speculative needs the draft model", 2)
