@@ -98,8 +98,7 @@ GENERATION_RESERVE = 128 + 64
 # where one line or a block may be wanted, the token limit stays at the block limit the single-line set was tuned
 # with (the longer limit of a block asked for was measured on multi-line holes only: 4 of its 5 gains in 23 sampled
 # tasks were blocks asked for)
-# (tried at 256 too: 2 -> 6 of 16 cut multi-line tasks on the tune half, 1 -> 1 of 24 on the confirm half, 19 -> 18 of 38
-# cut single-line tasks, twice the tokens; docs/quality.md)
+# (256 gained on the tune half only, for twice the tokens)
 LINE_OR_BLOCK_TOKENS = 96
 # the prefix of a fast answer's prompt (the nearest lines), in tokens
 FAST_PREFIX_TOKENS = 96

@@ -125,7 +125,7 @@ def _field(obj, key: str):
 
 def _uri(params):
     """A custom notification's document: `uri`, or LSP's usual `textDocument.uri`, which other clients' authors
-    write by habit (`tandem replay` did, unheard, until 2026-12-05)."""
+    write by habit."""
     return _field(params, "uri") or _field(_field(params, "textDocument"), "uri")
 
 

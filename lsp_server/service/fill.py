@@ -33,7 +33,7 @@ log = logging.getLogger("tandem.fill")
 # the thread the request's plan waits for, are worked out only where no request came (the first keystrokes after
 # a suggestion in a 4 MB file took 128-157 ms, the others 65-73). A cursor move, an open or a screen is taken at
 # once: a request rarely follows at once, and the new place's fill waits until the running step stops (0.1-0.3 s
-# later after a switch, `tandem visits`).
+# later after a switch).
 REFOCUS_DELAY_S = 0.05
 
 

@@ -104,7 +104,7 @@ class Job:
                 if code_end < 0:   # the code line being written (comment lines before it do not count)
                     if line_s is not None and ran < line_s:
                         # a line shown unfinished is a wrong first line whatever follows (`if (this.`): most
-                        # lines end a few tokens later (docs/quality.md, "A line still being written")
+                        # lines end a few tokens later
                         return Take.WAIT
                     whole = LAST_WORD.sub("", part[max(start, len(typed)):]).rstrip()
                 else:   # past it, the line opens a block (see Around.line_end): a finished line of its body

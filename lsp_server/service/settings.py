@@ -63,7 +63,7 @@ class Settings:
     time_budget_ms: int = 1500        # generation stops after this and keeps what is whole
     early_answer_ms: int = 600        # after this much generation, answer with what is whole and go on
     # ...but a one-line answer whose line is still being written waits for its end up to this (at least
-    # earlyAnswerMs): an unfinished line is a wrong first line (docs/quality.md, "A line still being written")
+    # earlyAnswerMs): an unfinished line is a wrong first line
     early_line_ms: int = 1200
     # prompt budgets in tokens; the suffix is evaluated again on every keystroke, so it stays short
     prefix_tokens: int = 768          # a page: about 576 tokens of text above the cursor, and its outline
@@ -72,9 +72,8 @@ class Settings:
     # ...and the page's where the user is not typing (the fill where the cursor stopped; 0: as above). It follows
     # the prefix, so after every edit it is evaluated again: no request waits for it (the fill evaluates it last
     # and keeps it whole, a request takes it only where cached: Pipeline.plan_typing), and the fast prompts keep
-    # the typing suffix. `tandem eval real`, tune half, the page's first lines right with a suffix of 16 / 64 /
-    # 256 tokens: 12 / 13 / 16 of 27; with time for the page, 256 against 0: confirm half 40.0 against 32.5 %, but
-    # tune half (30 holes) 30.0 against 36.7 %: it does not gain on both halves, so it stays off by default
+    # the typing suffix. Off by default: on the real-projects suite a long suffix at rest gained on one half and
+    # lost on the other (docs/evaluation.md)
     suffix_tokens_at_rest: int = 0
     context_tokens: int = 512
     # latency on large files: a request whose uncached prompt would take longer than this to evaluate is
@@ -89,36 +88,30 @@ class Settings:
     warmup_pause_ms: int = 100        # fill ahead (fill.py) after this much idle time after an edit or an answer
     prefetch: bool = True             # after a suggestion, generate the next one as if it were accepted
     # where a suggestion came from a fast prompt, generate the page's answer once the fill has it, and tell the
-    # client (tandem/betterCompletion) where it differs, so it asks again (offer.py). `tandem eval real`, first
-    # lines exact, the editor's answer then the offer's: confirm half 32.5 -> 35.0 %, tune half 13.3 -> 33.3 %
+    # client (tandem/betterCompletion) where it differs, so it asks again (offer.py): on the real-projects suite
+    # the offer's first lines are right more often than the fast prompt's, on both halves
     offer_better: bool = True
     max_file_bytes: int = 4 << 20
     # the files the document imports, read from the workspace on disk (never secrets, nor what .gitignore or
     # .tandemignore ignore), and recently edited and viewed code of other files go in the prompt. Off until it
-    # pays: on 2026-12-02 it cost typing a median of 0.3 s (tandem visits: typing p50 336 / 476 ms on, 124 ms
-    # off, 106 / 111 ms before it) and showed no gain on 16 real holes yet (README)
+    # pays: it costs typing about 0.3 s at the median on a 2-core CPU and has shown no gain on real holes yet
     project_context: bool = False
     # files never completed in nor read as context, gitignore patterns relative to the workspace root (a pattern
     # without "/" matches a file's name anywhere), beside the workspace's .tandemignore and the built-in list of
     # secret files (.env, keys, credentials), which no setting turns off
     exclude: tuple[str, ...] = ()
     # with projectContext, a fast prompt's room for the definitions from other files that its nearest lines use.
-    # Off: on the tune half's 36 cross-file holes (scripts/eval-real-prompts.py, 2026-12-02) the first lines right
-    # were 7 / 8 / 8 with 0 / 128 / 256 tokens of them in the 192-token fast prompt and 11 / 11 / 10 in the 384 one
-    # the fill prepares (the page with the project: 12): such holes are answered from the file's own uses of
-    # the name, not from its definition
+    # Off: cross-file holes are answered from the file's own uses of the name, not from its definition (on the
+    # tune half's cross-file holes the definitions gained one hole in 36 at most)
     fast_context_tokens: int = 0
     # the code below the cursor's line in the fast prompt's head, where it stays while the user types (0: none).
-    # In-process on the tune half 128 tokens of it gained (20 -> 26 of 60 first lines with the 384-token prompt),
-    # but at an editor's pace on the confirm half it lost (32.5 % -> 25.0 % of 40, p50 869 -> 1,745 ms): the
-    # longer fast prompts are not evaluated by the time the request comes on this CPU. Off here; for machines
-    # where prompts evaluate fast
+    # It gains where there is time to evaluate it, and loses at an editor's pace on a 2-core CPU (the longer fast
+    # prompt is not evaluated by the time the request comes). Off; for machines where prompts evaluate fast
     fast_below_tokens: int = 0
     # lines from elsewhere in the file like those above the cursor, in the fast prompt's head (context/similar.py):
-    # the model alone copies the file's own patterns from there. At an editor's pace, since a one-line answer
-    # waits for its line's end (earlyLineMs), 96 gained 23 -> 30 of 90 first lines on the tune half and 30 -> 36
-    # of 120 on the confirm half (the page: 39), 5 -> 9 of 27 in tandem visits, for 0.4-0.8 s more at p50 before the
-    # first ghost text at a new place on this CPU (docs/quality.md)
+    # the model alone copies the file's own patterns from there. At an editor's pace it gains first lines on both
+    # halves of the real-projects suite, for 0.4-0.8 s more at p50 before the first ghost text at a new place on a
+    # 2-core CPU
     fast_similar_tokens: int = 96
 
     MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu_layers", "gpu_layers_draft", "drafters",

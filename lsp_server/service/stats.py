@@ -1,4 +1,4 @@
-"""What the server measures about itself, for `tandem/stats` and `tandem replay`. Bounded."""
+"""What the server measures about itself, for `tandem/stats`. Bounded."""
 from __future__ import annotations
 
 import logging

@@ -283,7 +283,7 @@ async def test_a_screen_read_away_from_the_cursor_fills_its_page_and_a_click_the
 
 async def test_a_cursor_move_is_taken_in_either_shape_and_a_bad_one_is_ignored(client: LanguageClient):
     """tandem/didMoveCursor as Tandem's clients send it ({uri, position}) and as LSP's own notifications carry a
-    document ({textDocument: {uri}, position}: what `tandem-eval replay` sent, unheard, until 2026-12-05); one without a
+    document ({textDocument: {uri}, position}: what LSP clients write by habit); one without a
     document, one at a position that is no position, and one for a document not open change nothing."""
     path = REAL / "httpx_models.py"
     uri, _ = open_doc(client, path, "def moved(a, b):\n    return a + b\n", uri=(REAL / "moved.py").as_uri())

@@ -149,6 +149,7 @@ class EngineHost:
         try:
             result = self._quick(op, msg)
         except Exception as e:   # a bad request: said to the window, the host goes on
+            log.warning("%s failed: %s", op, e)
             self._send(conn, {"id": rid, "ev": "error", "kind": "runtime", "message": f"{op}: {e}"})
             return
         self._send(conn, {"id": rid, "ev": "done", "result": result})
