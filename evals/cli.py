@@ -205,13 +205,14 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.json is None:
         args.json = str(ledger.out_path(args.cmd))
+    machine = ledger.machine_speed() if args.record else None   # as fast as the machine was when the run began
     args.func(args)
     if args.record:
         path = Path(args.json)
         if not path.exists():
             die(f"--record: the command wrote no {path}", 1)
         line = ledger.record(["tandem-eval", *(argv if argv is not None else sys.argv[1:])],
-                             json.loads(path.read_text()), path)
+                             json.loads(path.read_text()), path, machine=machine)
         print(f"recorded in {ledger.LEDGER}: {json.dumps(line['figures'])}", file=sys.stderr)
 
 
