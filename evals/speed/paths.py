@@ -2,7 +2,7 @@
 speculation on the same prompts, and shadow acceptance with its cost projections, each a `BenchExtension`."""
 from __future__ import annotations
 
-from lsp_server.bench.run import BenchPrompt, CategoryResult, path_tok_s
+from lsp_server.bench.run import BenchExtension, BenchPrompt, CategoryResult, path_tok_s
 from lsp_server.bench.side_by_side import BenchPath, SideBySide
 from lsp_server.engine.drafters import ModelDrafter
 
@@ -18,28 +18,22 @@ def with_model_draft(engine) -> SideBySide:
     return SideBySide(engine, {MODEL: path}, draft_twin=twin)
 
 
-class ModelDraftColumn:
-    columns = [("Model draft k=3", lambda r: f"{r['model_draft_k3_tok_s']:.1f} tok/s "
-                                             f"({r['model_draft_k3_speedup']:.2f}x)")]
-
-    def after_prompt(self, engine, p: BenchPrompt, result: CategoryResult) -> None:
-        pass
+class ModelDraftColumn(BenchExtension):
+    columns = (("Model draft k=3", lambda r: f"{r['model_draft_k3_tok_s']:.1f} tok/s "
+                                             f"({r['model_draft_k3_speedup']:.2f}x)"),)
 
     def add_to_row(self, result: CategoryResult, row: dict, base_tok_s: float, side_by_side: bool) -> None:
         tok_s = path_tok_s(result.passes.get(MODEL, []), side_by_side)
         row["model_draft_k3_tok_s"] = round(tok_s, 2)
         row["model_draft_k3_speedup"] = round(tok_s / base_tok_s, 3) if base_tok_s else 0.0
 
-    def report(self, engine, results, rows, log) -> dict:
-        return {}
 
-
-class LlamaReference:
+class LlamaReference(BenchExtension):
     """llama.cpp's llama-speculative-simple (k=3) on each prompt, timed by itself."""
 
     def __init__(self, binary: str):
         self.binary = binary
-        self.columns = [("llama-speculative-simple (k=3)", self._cell)]
+        self.columns = (("llama-speculative-simple (k=3)", self._cell),)
 
     @staticmethod
     def _cell(r: dict) -> str:
@@ -62,14 +56,10 @@ class LlamaReference:
         row["llama_speculative_speedup"] = round(tok_s / base_tok_s, 3) if base_tok_s else 0.0
         row["llama_speculative_acceptance"] = round(sum(accept) / len(accept), 3) if accept else None
 
-    def report(self, engine, results, rows, log) -> dict:
-        return {}
 
-
-class Shadow:
+class Shadow(BenchExtension):
     """Untimed, after each prompt's timed passes: every drafter's proposal at every position of its output; after
     the table, the speedup each cost curve projects from them beside the measured one."""
-    columns: list = []
 
     def __init__(self, engine, curves, with_model: bool):
         from evals.speed.projected import ShadowLog
@@ -82,26 +72,16 @@ class Shadow:
             engine, f"{p.case.category}/{p.case.name}", p.prompt.tokens, p.prefix, p.case.document.language,
             p.max_tokens, p.prompt.stop, tuple(engine.cfg.drafters))))
 
-    def add_to_row(self, result: CategoryResult, row: dict, base_tok_s: float, side_by_side: bool) -> None:
-        pass
-
     def report(self, engine, results, rows, log) -> dict:
         from evals.speed.projected import shadow_report
         return shadow_report(engine, self.log, results, rows, self.curves, self.with_model, log)
 
 
-class Chart:
+class Chart(BenchExtension):
     """An SVG bar chart of the speedups, written after the table."""
-    columns: list = []
 
     def __init__(self, path: str):
         self.path = path
-
-    def after_prompt(self, engine, p: BenchPrompt, result: CategoryResult) -> None:
-        pass
-
-    def add_to_row(self, result: CategoryResult, row: dict, base_tok_s: float, side_by_side: bool) -> None:
-        pass
 
     def report(self, engine, results, rows, log) -> dict:
         from pathlib import Path

@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable
 
 from ..engine import Engine, GenerationRequest
 from ..engine.speculative import Generation
@@ -46,15 +46,20 @@ class BenchPrompt:
     passes: dict[str, list[Generation]]
 
 
-class BenchExtension(Protocol):
-    """What a lab adds to the table. `after_prompt` runs after a prompt's timed passes (untimed work);
-    `add_to_row` puts its figures into a category's row; `columns` are the table's extra cells (header, cell of a
-    row); `report` runs once after the table and returns keys for the JSON."""
-    columns: list[tuple[str, Callable[[dict], str]]]
+class BenchExtension:
+    """What a lab adds to the table; a subclass overrides what it needs. `after_prompt` runs after a prompt's
+    timed passes (untimed work); `add_to_row` puts its figures into a category's row; `columns` are the table's
+    extra cells (header, cell of a row); `report` runs once after the table and returns keys for the JSON."""
+    columns: tuple[tuple[str, Callable[[dict], str]], ...] = ()
 
-    def after_prompt(self, engine, p: BenchPrompt, result: CategoryResult) -> None: ...
-    def add_to_row(self, result: CategoryResult, row: dict, base_tok_s: float, side_by_side: bool) -> None: ...
-    def report(self, engine, results: dict[str, CategoryResult], rows: list[dict], log) -> dict: ...
+    def after_prompt(self, engine, p: BenchPrompt, result: CategoryResult) -> None:
+        pass
+
+    def add_to_row(self, result: CategoryResult, row: dict, base_tok_s: float, side_by_side: bool) -> None:
+        pass
+
+    def report(self, engine, results: dict[str, CategoryResult], rows: list[dict], log) -> dict:
+        return {}
 
 
 def _spread(gens: list[Generation]) -> float:
