@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from .settings import CLIENT_KEYS, Settings, SettingsError, _snake, camel, plain
@@ -74,11 +74,12 @@ class Layers:
     editor: Layer = field(default_factory=lambda: Layer(EDITOR, {}))
     file_problems: list[str] = field(default_factory=list)   # files that could not be read
     notes: list[str] = field(default_factory=list)           # what a workspace file was not allowed to set
+    workspace_root: str | None = None
 
     @classmethod
     def load(cls, workspace_root: str | None, warn=lambda msg: None) -> "Layers":
         """The config files that exist, read; a file that cannot be read is a problem, the others still apply."""
-        layers = cls()
+        layers = cls(workspace_root=workspace_root)
         wanted = [(user_config(), False)]
         if workspace_root:
             wanted.append((workspace_config(workspace_root), True))
@@ -96,7 +97,7 @@ class Layers:
         naming the key, where they do not check out on the layers below; these layers stay as they were."""
         editor = Layer(EDITOR, _normalised(values, "editor settings"))
         self._apply(self._base(), editor)
-        return Layers(self.files, editor, self.file_problems, self.notes)
+        return replace(self, editor=editor)
 
     def _base(self) -> Settings:
         return self._resolve()[0]
