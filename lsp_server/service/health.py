@@ -139,7 +139,8 @@ def render(r: dict) -> str:
     py, ll = r["python"], r["llama_cpp"]
     lines = [f"Tandem {r['version']}",
              f"  Python        {py['version']} ({py['executable']})",
-             f"  llama.cpp     llama-cpp-python {ll['version']}; CPU features: {' '.join(ll['cpu_features']) or 'none'}",
+             f"  llama.cpp     llama-cpp-python {ll['version']}; "
+             f"CPU features: {' '.join(ll['cpu_features']) or 'none'}",
              f"  GPU offload   {'yes, ' + (ll['gpu_backend'] or 'backend unnamed') if ll['gpu_offload'] else 'no'};"
              f" gpu: {ll['gpu']} runs the models on {ll['runs_on']}",
              f"  machine       {r['machine']['cpu']}, {r['machine']['cores']} cores, {r['machine']['gflops']} GFLOPS "

@@ -80,6 +80,11 @@ class Layers:
     def load(cls, workspace_root: str | None, warn=lambda msg: None) -> "Layers":
         """The config files that exist, read; a file that cannot be read is a problem, the others still apply."""
         layers = cls(workspace_root=workspace_root)
+
+        def note(msg: str) -> None:
+            layers.notes.append(msg)
+            warn(msg)
+
         wanted = [(user_config(), False)]
         if workspace_root:
             wanted.append((workspace_config(workspace_root), True))
@@ -87,7 +92,7 @@ class Layers:
             if not path.is_file():
                 continue
             try:
-                layers.files.append(read_file(path, workspace, lambda msg: (layers.notes.append(msg), warn(msg))))
+                layers.files.append(read_file(path, workspace, note))
             except SettingsError as e:
                 layers.file_problems.append(str(e))
         return layers
