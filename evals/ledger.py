@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import platform
 import subprocess
 import time
 from pathlib import Path
+
+from lsp_server.engine.machine import machine_speed
 
 HERE = Path(__file__).resolve().parent
 LEDGER = HERE / "results.jsonl"
@@ -39,19 +39,6 @@ def commit() -> str:
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return (sha or "unknown") + ("+dirty" if dirty else "")
-
-
-def machine_speed(seconds: float = 0.5) -> dict:
-    """A fixed CPU workload's rate now (single-precision matrix products, the kind of work a CPU decode does): a
-    figure to set two ledger lines' machines side by side, not a model speed."""
-    import numpy as np
-    a = np.random.default_rng(0).standard_normal((256, 256), dtype=np.float32)
-    done, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        a @ a
-        done += 1
-    gflops = done * 2 * 256 ** 3 / (time.perf_counter() - t0) / 1e9
-    return {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "gflops": round(gflops, 1)}
 
 
 def headline(report: dict) -> dict:

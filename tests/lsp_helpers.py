@@ -26,6 +26,15 @@ async def stats(client: LanguageClient, records: bool = False) -> dict:
     return plain(await client.protocol.send_request_async("tandem/stats", {"records": records}))
 
 
+async def health(client: LanguageClient) -> dict:
+    return plain(await client.protocol.send_request_async("tandem/health", None))
+
+
+def setting(s: dict, key: str) -> dict:
+    """A setting in effect as tandem/stats or tandem/health lists it: {"key", "value", "origin"}."""
+    return {e["key"]: e for e in s["settings"]}[key]
+
+
 async def wait_ready(client: LanguageClient, timeout: float = 180) -> dict:
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:

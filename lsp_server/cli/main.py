@@ -30,20 +30,26 @@ def cmd_models(args) -> None:
         return
     print(f"model cache: {registry.models_dir()}  (set TANDEM_CACHE_DIR to move it)")
     for spec in registry.DEFAULTS:
-        path = registry.default_path(spec)
-        if not path.exists():
-            state = "missing (run `tandem models pull`)"
-        else:
-            try:
-                registry.verify_model_file(path, spec)
-                state = "ok, sha256 verified"
-            except ModelFileError as e:
-                state = f"BROKEN: {e}"
+        _, state = registry.model_state(registry.default_path(spec), spec)
         print(f"  {spec.role:<7} {spec.filename:<44} {spec.size / 1e6:>7,.0f} MB  {state}")
     others = sorted(p for p in registry.models_dir().glob("*.gguf")
                     if p.name not in {s.filename for s in registry.DEFAULTS}) if registry.models_dir().exists() else []
     for p in others:
         print(f"  {'other':<7} {p.name:<44} {p.stat().st_size / 1e6:>7,.0f} MB")
+
+
+def cmd_doctor(args) -> None:
+    """This install's health, as `tandem/health` reports it to an editor, without an editor's settings: the
+    settings' layers are the defaults, config.toml and the tandem.toml of the workspace around the working folder."""
+    import os
+    from ..context.files import MARKERS, find_root
+    from ..service.health import render, report
+    from ..service.layers import Layers
+    cwd = os.getcwd()
+    root = find_root(os.path.join(cwd, "-"), MARKERS + ("tandem.toml",)) or cwd
+    r = report(Layers.load(root), __version__)
+    print(json.dumps(r, indent=2) if args.json else render(r))
+    sys.exit(0 if r["ok"] else 1)
 
 
 def load_engine(args, **over) -> tuple[Engine, float]:
@@ -190,6 +196,12 @@ def build_parser() -> argparse.ArgumentParser:
     pull.add_argument("--target-only", action="store_true", help="skip the draft model")
     msub.add_parser("list", help="show the cached models and their state")
     m.set_defaults(func=cmd_models)
+
+    d = sub.add_parser("doctor", help="check this install: Python, llama.cpp and the GPU, the models, the shared "
+                                      "engine, the editors, every setting in effect and where it came from; exits 1 "
+                                      "when something stops completion")
+    d.add_argument("--json", action="store_true", help="print the report as JSON")
+    d.set_defaults(func=cmd_doctor)
 
     s = sub.add_parser("serve", help="the language server editors start (stdio, or --tcp PORT)")
     s.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")

@@ -13,6 +13,12 @@ class EngineKind(StrEnum):
     SHARED = "shared"    # in one engine process every window's server connects to
 
 
+class GpuMode(StrEnum):
+    """Where the models' layers run (setting `gpu`)."""
+    AUTO = "auto"    # every layer of both models on the GPU where the llama.cpp build has a GPU backend
+    OFF = "off"      # on the CPU
+
+
 class DraftResidency(StrEnum):
     """Whether a draft model that cannot pay stays loaded."""
     # unloaded after calibration where even at its best it cannot pay on this machine (its memory goes to the KV
@@ -40,7 +46,7 @@ class EngineConfig:
     draft_path: str | None = None         # None: the default draft; "" or "none": no draft model
     n_ctx: int = 4096
     n_threads: int = 0                    # 0: every core
-    n_gpu_layers: int = 0                 # target layers offloaded (needs a CUDA/Metal build)
+    n_gpu_layers: int = 0                 # target layers offloaded (needs a GPU build; machine.offload_layers)
     n_gpu_layers_draft: int = 0
     draft_min: int = 0
     draft_max: int = 16

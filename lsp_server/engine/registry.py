@@ -118,6 +118,17 @@ def verify_model_file(path: str | os.PathLike, spec: ModelSpec | None = None) ->
     read_gguf(str(path))
 
 
+def model_state(path: str | os.PathLike, spec: ModelSpec | None = None) -> tuple[str, str]:
+    """("ok" | "missing" | "broken", what to tell the user) of a model file, checked as verify_model_file does."""
+    if not Path(path).exists():
+        return "missing", "missing (run `tandem models pull`)"
+    try:
+        verify_model_file(path, spec)
+    except ModelFileError as e:
+        return "broken", f"BROKEN: {e}"
+    return "ok", "ok, sha256 verified" if (spec or spec_for(Path(path))) is not None else "ok, a whole GGUF file"
+
+
 def _sidecar_spec(path: Path) -> ModelSpec | None:
     """A model of your own is checked against `<file>.sha256` when that file exists (sha256sum format)."""
     side = path.with_name(path.name + ".sha256")

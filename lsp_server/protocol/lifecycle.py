@@ -1,5 +1,6 @@
-"""initialize / initialized / configuration: settings from the config file, initializationOptions and
-workspace/didChangeConfiguration; the models load in the background with $/progress reports."""
+"""initialize / initialized / configuration: the settings' layers (service/layers.py: defaults, config.toml, the
+workspace's tandem.toml, the editor's values from initializationOptions, then each
+workspace/didChangeConfiguration); the models load in the background with $/progress reports."""
 from __future__ import annotations
 
 import asyncio
@@ -8,7 +9,8 @@ import uuid
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ..service.settings import Settings, SettingsError, load_files
+from ..service.layers import Layers
+from ..service.settings import Settings, SettingsError
 from ..service.stats import Stage
 from .documents import recheck
 from .lines import use_lsp_lines
@@ -29,17 +31,14 @@ def register(server: TandemServer) -> None:
         use_lsp_lines(ls.workspace)
         root = params.root_uri or (params.workspace_folders[0].uri if params.workspace_folders else None)
         ls.workspace_root = to_fs_path(root) if root else params.root_path
-        settings = Settings()
+        layers = Layers.load(ls.workspace_root, warn=lambda msg: ls.message(types.MessageType.Warning, msg))
+        for problem in layers.problems():
+            ls.message(types.MessageType.Error, f"config file ignored: {problem}")
         try:
-            settings, used = load_files(settings, ls.workspace_root,
-                                        warn=lambda msg: ls.message(types.MessageType.Warning, msg))
-        except SettingsError as e:
-            ls.message(types.MessageType.Error, f"config file ignored: {e}")
-        try:
-            settings = settings.merged(_tandem_section(params.initialization_options))
+            layers = layers.with_editor(_tandem_section(params.initialization_options))
         except SettingsError as e:
             ls.message(types.MessageType.Error, f"initializationOptions ignored: {e}")
-        ls.settings = settings
+        ls.layers, ls.settings = layers, layers.effective()
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: TandemServer, params: types.InitializedParams):
@@ -47,12 +46,14 @@ def register(server: TandemServer) -> None:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: TandemServer, params: types.DidChangeConfigurationParams):
+        # the section holds every setting the user set in the editor: it replaces the editor's layer
         try:
-            new = ls.settings.merged(_tandem_section(params.settings))
+            layers = ls.layers.with_editor(_tandem_section(params.settings))
         except SettingsError as e:
             ls.message(types.MessageType.Error, f"configuration change ignored: {e}")
             return
-        old, ls.settings = ls.settings, new
+        new = layers.effective()
+        old, ls.layers, ls.settings = ls.settings, layers, new
         if new.exclude != old.exclude:
             recheck(ls)
         if ls.load_task is not None and not ls.load_task.done():

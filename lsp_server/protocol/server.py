@@ -18,6 +18,7 @@ from .. import __version__
 from ..context.exclude import Excluder
 from ..context.ring import Ring
 from ..service import CompletionService, Settings
+from ..service.layers import Layers
 
 log = logging.getLogger("tandem.server")
 
@@ -97,7 +98,8 @@ class TandemServer(LanguageServer):
         super().__init__("tandem", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=TandemProtocol)
         self.service = CompletionService(log=log.info)
-        self.settings = Settings()
+        self.layers = Layers()                 # where each setting comes from (lifecycle.py fills it)
+        self.settings = Settings()             # what they come to: self.layers.effective()
         self.refused: dict[str, str] = {}      # uri -> why this document is not completed (too large, binary)
         self.workspace_root: str | None = None
         self.ring = Ring()                     # recently edited and viewed code, for other documents' prompts

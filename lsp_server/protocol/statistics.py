@@ -46,7 +46,8 @@ def register(server: TandemServer) -> None:
         out = ls.service.summary(include_records=bool(_get(params, "records", False)))
         out["ready"] = ls.service.ready
         out["load_error"] = ls.service.load_error
-        out["settings"] = ls.settings.as_dict()
+        # every setting in effect, its value and where it came from (default, a config file's path, editor)
+        out["settings"] = [e.as_dict() for e in ls.layers.entries()]
         try:
             out["memory"]["open_documents"] = len(ls.workspace.text_documents)
         except RuntimeError:   # asked before initialize: no workspace yet

@@ -1,19 +1,18 @@
-"""The server's settings: defaults < config file < initializationOptions < workspace/didChangeConfiguration.
-Keys are accepted in snake_case or camelCase (VS Code settings are camelCase). The engine's defaults and checks
-are its own (engine/config.py, engine/backend.py), read here: the engine cannot read Settings."""
+"""The server's settings, each with its default and its check. Where they come from (defaults < the user's
+config.toml < the workspace's tandem.toml < the editor) is layers.py. Keys are accepted in snake_case or camelCase
+(the editors' settings are camelCase). The engine's defaults and checks are its own (engine/config.py,
+engine/backend.py), read here: the engine cannot read Settings."""
 from __future__ import annotations
 
-import os
 import re
-import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from enum import Enum
-from pathlib import Path
 
 import pathspec
 
 from ..engine.backend import BackendConfig, BackendError, BackendKind
-from ..engine.config import IDLE_S, EngineConfig, EngineKind, check_draft_bounds
+from ..engine.config import IDLE_S, EngineConfig, EngineKind, GpuMode, check_draft_bounds
+from ..engine.machine import offload_layers
 from ..prompt import PromptBudget
 
 
@@ -21,8 +20,8 @@ class SettingsError(ValueError):
     pass
 
 
-# settings of the editor clients that come along with the server's (VS Code sends its whole section)
-CLIENT_KEYS = {"server_path", "trace", "debounce_ms", "keymaps"}
+# settings of the editor clients themselves, which may come along with the server's
+CLIENT_KEYS = {"server_path", "trace", "debounce_ms", "keymaps", "log_level"}
 
 
 MIN_PROMPT_TOKENS = 128
@@ -35,8 +34,7 @@ class Settings:
     draft: str = ""                   # "" : the default draft; "none": no draft model
     context_size: int = EngineConfig.n_ctx
     threads: int = EngineConfig.n_threads
-    gpu_layers: int = EngineConfig.n_gpu_layers
-    gpu_layers_draft: int = EngineConfig.n_gpu_layers_draft
+    gpu: GpuMode = GpuMode.AUTO       # auto: both models on the GPU where the llama.cpp build has one
     drafters: tuple[str, ...] = EngineConfig.drafters
     # an inference server instead of the models in-process (docs/team-server.md); "" : in-process
     backend: str = ""                 # its URL
@@ -114,7 +112,7 @@ class Settings:
     # 2-core CPU
     fast_similar_tokens: int = 96
 
-    MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu_layers", "gpu_layers_draft", "drafters",
+    MODEL_KEYS = ("target", "draft", "context_size", "threads", "gpu", "drafters",
                   "engine", "engine_idle_minutes",
                   "backend", "backend_kind", "backend_model", "backend_api_key_env", "backend_timeout_ms",
                   "backend_verify_tls", "backend_max_in_flight", "backend_vocab")
@@ -134,9 +132,10 @@ class Settings:
                             below_tokens=self.fast_below_tokens, similar_tokens=self.fast_similar_tokens)
 
     def engine_config(self) -> EngineConfig:
+        layers = offload_layers(self.gpu)
         return EngineConfig(target_path=self.target or None, draft_path=self.draft or None,
-                            n_ctx=self.context_size, n_threads=self.threads, n_gpu_layers=self.gpu_layers,
-                            n_gpu_layers_draft=self.gpu_layers_draft, draft_min=self.draft_min,
+                            n_ctx=self.context_size, n_threads=self.threads, n_gpu_layers=layers,
+                            n_gpu_layers_draft=layers, draft_min=self.draft_min,
                             draft_max=self.draft_max, speculation=self.speculation, drafters=self.drafters,
                             kv_store_mib=self.kv_store_mib, cache_reuse=self.cache_reuse)
 
@@ -165,7 +164,7 @@ class Settings:
             if name in CLIENT_KEYS:
                 continue
             if name not in known:
-                raise SettingsError(f"unknown setting {key!r}; known: {', '.join(sorted(known))}")
+                raise SettingsError(f"unknown setting {key!r}; known: {', '.join(sorted(map(camel, known)))}")
             changes[name] = _coerce(name, value, getattr(self, name))
         new = replace(self, **changes)
         new.check()
@@ -213,12 +212,29 @@ def _snake(key: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key.replace("MiB", "Mib")).lower()
 
 
+def camel(name: str) -> str:
+    """A setting's name as the editors spell it: kv_store_mib -> kvStoreMiB."""
+    first, *rest = name.split("_")
+    return first + "".join("MiB" if w == "mib" else w.capitalize() for w in rest)
+
+
+def plain(value):
+    """A setting's value as JSON and TOML write it."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value
+
+
 def _coerce(name: str, value, current):
     if isinstance(current, Enum):
         kinds = type(current)
         if isinstance(value, str) and value in list(kinds):
             return kinds(value)
-        raise SettingsError(f"setting {name} {value!r}: choose from {', '.join(kinds)}")
+        raise SettingsError(f"setting {camel(name)} {value!r}: choose from {', '.join(kinds)}")
     if isinstance(current, bool):
         if isinstance(value, bool):
             return value
@@ -234,43 +250,4 @@ def _coerce(name: str, value, current):
     elif isinstance(current, dict):
         if isinstance(value, dict) and all(isinstance(v, bool) for v in value.values()):
             return dict(value)
-    raise SettingsError(f"setting {name}: expected {type(current).__name__}, got {value!r}")
-
-
-def config_files(workspace_root: str | None) -> list[Path]:
-    """Where a config file is looked for, lowest priority first."""
-    home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    out = [home / "tandem" / "config.toml"]
-    if workspace_root:
-        out.append(Path(workspace_root) / "tandem.toml")
-    return out
-
-
-def load_files(base: Settings, workspace_root: str | None,
-               warn=lambda msg: None) -> tuple[Settings, list[str]]:
-    """Apply the config files that exist; returns the settings and the files used. Settings a workspace file
-    may not set (Settings.USER_ONLY) are left out of it, and `warn` says so."""
-    used = []
-    files = config_files(workspace_root)
-    for path in files:
-        if not path.is_file():
-            continue
-        try:
-            with open(path, "rb") as f:
-                data = tomllib.load(f)
-        except (OSError, tomllib.TOMLDecodeError) as e:
-            raise SettingsError(f"{path}: {e}") from e
-        values = data.get("tandem", data)
-        if path != files[0] and isinstance(values, dict):
-            refused = sorted(k for k in values if _snake(k) in Settings.USER_ONLY)
-            if refused:
-                warn(f"{path}: {', '.join(refused)} ignored: a workspace's tandem.toml comes with the repository, "
-                     f"so it may not choose where your code is sent or which model files are loaded; set them "
-                     f"in {files[0]} or in your editor's settings")
-                values = {k: v for k, v in values.items() if _snake(k) not in Settings.USER_ONLY}
-        try:
-            base = base.merged(values)
-        except SettingsError as e:
-            raise SettingsError(f"{path}: {e}") from e
-        used.append(str(path))
-    return base, used
+    raise SettingsError(f"setting {camel(name)}: expected {type(current).__name__}, got {value!r}")

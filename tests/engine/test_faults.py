@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import FIXTURES
-from lsp_helpers import blank_cursor
+from lsp_helpers import blank_cursor, setting
 from rawlsp import RawServer
 
 pytestmark = pytest.mark.models
@@ -93,7 +93,8 @@ def test_a_missing_draft_means_target_only_with_a_warning(tmp_path):
 
 def test_a_prompt_larger_than_the_context_is_cut_to_fit():
     # a 512-token context with the default budgets (1,344 tokens of prompt) and a file far longer than that
-    s = started({"contextSize": 512, "earlyAnswerMs": 0})
+    options = {"contextSize": 512, "earlyAnswerMs": 0}
+    s = started(options)
     try:
         said = messages(s, wait_s=5)
         assert any("do not fit a 512-token context" in m for m in said), said
@@ -102,16 +103,17 @@ def test_a_prompt_larger_than_the_context_is_cut_to_fit():
         assert len(big) > 8000
         s.open("file:///faults/big.py", big)
         assert complete_at_blank(s, "file:///faults/big.py", big).strip()
-        # a completion longer than the context leaves room for: the prompt is built again, shorter
-        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"maxTokens": 300}}})
+        # a completion longer than the context leaves room for: the prompt is built again, shorter (a client sends
+        # every setting its user set, each time)
+        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {**options, "maxTokens": 300}}})
         s.open("file:///faults/big2.py", big + "\n")
         assert complete_at_blank(s, "file:///faults/big2.py", big + "\n").strip()
         # one that cannot fit at all is refused with a clear message, and the last good setting stays
-        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"maxTokens": 600}}})
+        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {**options, "maxTokens": 600}}})
         said = messages(s, wait_s=5)
         assert any("contextSize 512 is too small for maxTokens 600" in m for m in said), said
         stats = s.request("tandem/stats", {})["result"]
-        assert stats["ready"] and stats["settings"]["max_tokens"] == 300 and s.alive()
+        assert stats["ready"] and setting(stats, "maxTokens")["value"] == 300 and s.alive()
     finally:
         s.close()
 
@@ -151,7 +153,7 @@ def test_a_configuration_sent_during_the_load_loads_the_models_once():
         assert not s.request("tandem/stats", {})["result"]["ready"]   # it came while the models loaded
         stats = s.wait_ready()
         assert stats["ready"] and stats["loads"] == 1, stats
-        assert stats["settings"]["max_tokens"] == 200   # applied when the load ended
+        assert setting(stats, "maxTokens")["value"] == 200   # applied when the load ended
         time.sleep(0.5)
         said = log_lines(s)
         assert sum("models ready" in m for m in said) == 1, said
@@ -190,7 +192,7 @@ def test_a_model_change_during_the_load_loads_those_models_after_it():
             assert time.monotonic() < deadline and not stats["load_error"], stats
             time.sleep(0.2)
         assert stats["loads"] == 2 and stats["draft_model"]["resident"] is False, stats
-        assert stats["settings"]["draft"] == "none"
+        assert setting(stats, "draft")["value"] == "none"
         time.sleep(0.5)
         said = log_lines(s)
         assert sum("models ready" in m for m in said) == 1, said

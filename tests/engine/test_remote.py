@@ -19,7 +19,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from conftest import FIXTURES, ROOT, eval_cmd, tandem_cmd
 from llama_server import LlamaServer, free_port
-from lsp_helpers import blank_cursor, inline, open_doc, popup, start, stats, type_text, wait_ready
+from lsp_helpers import blank_cursor, inline, open_doc, popup, setting, start, stats, type_text, wait_ready
 
 pytestmark = pytest.mark.models
 DEMO = ["fixtures/demo/orders.py", "--line", "40", "--col", "1", "--max-tokens", "48"]
@@ -254,7 +254,7 @@ async def test_a_workspace_file_cannot_choose_the_backend_or_models(lsp: Languag
     warned = [m.message for m in lsp.messages if "ignored" in m.message]
     assert warned and "backend" in warned[0] and "target" in warned[0] and "repository" in warned[0]
     s = await stats(lsp)
-    assert s["settings"]["backend"] == "" and s["settings"]["target"] == "" and s["settings"]["max_tokens"] == 80
+    assert [setting(s, k)["value"] for k in ("backend", "target", "maxTokens")] == ["", "", 80]
 
 
 def user_config_env(tmp_path, url: str) -> dict:
@@ -271,7 +271,7 @@ async def test_the_users_own_config_may_choose_the_backend(tmp_path, server):
     try:
         await start(client, {"timeBudgetMs": 30000, "earlyAnswerMs": 0})
         s = await wait_ready(client)
-        assert s["ready"] and s["settings"]["backend"] == server.url and s["backend"]["health"]["state"] == "up"
+        assert s["ready"] and setting(s, "backend")["value"] == server.url and s["backend"]["health"]["state"] == "up"
         assert not [m for m in client.messages if "ignored" in m.message]
     finally:
         await client.shutdown_session()

@@ -11,8 +11,8 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from conftest import FIXTURES
-from lsp_helpers import (SERVER, blank_cursor, inline, open_doc, popup, raw_request, start, stats, type_text,
-                         wait_ready)
+from lsp_helpers import (SERVER, blank_cursor, inline, open_doc, popup, raw_request, setting, start, stats,
+                         type_text, wait_ready)
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
 LSP = FIXTURES / "lsp"
@@ -96,7 +96,7 @@ async def test_typing_through_a_suggestion_is_served_from_the_cache(client: Lang
     # no early answers here: the suggestion shown is then the whole line, and typing through it must give
     # exactly its rest (an early answer's rest may have grown by the time the user types)
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {"earlyAnswerMs": 0}}))
+        settings={"tandem": {**OPTIONS, "earlyAnswerMs": 0}}))
     uri, text = open_doc(client, LSP / "cart.ts", uri=(LSP / "cart-copy.ts").as_uri())
     pos = type_text(client, uri, 2, blank_cursor(text), "const index = this.lines.findIndex(")
     first = await inline(client, uri, pos)
@@ -110,7 +110,7 @@ async def test_typing_through_a_suggestion_is_served_from_the_cache(client: Lang
     assert (await stats(client))["cache"]["hits"] == before + 1
     assert took < 0.5, f"a cache hit took {took:.2f}s"
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {"earlyAnswerMs": 600}}))
+        settings={"tandem": {**OPTIONS, "earlyAnswerMs": 600}}))
 
 
 async def test_cancel_answers_32800_and_the_next_request_works(client: LanguageClient):
@@ -153,25 +153,25 @@ async def test_a_configuration_change_takes_effect(client: LanguageClient):
     uri, text = open_doc(client, LSP / "store.go", uri=(LSP / "store-config.go").as_uri())
     pos = type_text(client, uri, 2, blank_cursor(text), "value, ok := s.items[")
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {"languages": {"go": False}}}))
+        settings={"tandem": {**OPTIONS, "languages": {"go": False}}}))
     assert await inline(client, uri, pos) == ""
     assert (await stats(client))["by_source"].get("disabled", 0) >= 1
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {"languages": {"go": True}, "maxTokensSingleLine": 2}}))
+        settings={"tandem": {**OPTIONS, "languages": {"go": True}, "maxTokensSingleLine": 2}}))
     short = await inline(client, uri, pos)
     assert short.strip()
     s = await stats(client, records=True)
-    assert s["settings"]["max_tokens_single_line"] == 2
+    assert setting(s, "maxTokensSingleLine")["value"] == 2
     assert s["records"][-1]["tokens"] <= 2
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {"maxTokensSingleLine": 40, "noSuchSetting": 1}}))
+        settings={"tandem": {**OPTIONS, "maxTokensSingleLine": 40, "noSuchSetting": 1}}))
     await asyncio.sleep(0.2)
     assert any("noSuchSetting" in m.message for m in client.messages)
-    assert (await stats(client))["settings"]["max_tokens_single_line"] == 2   # a bad change is not applied
+    assert setting(await stats(client), "maxTokensSingleLine")["value"] == 2   # a bad change is not applied
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {"maxTokensSingleLine": 40}}))
+        settings={"tandem": {**OPTIONS, "maxTokensSingleLine": 40}}))
     await asyncio.sleep(0.2)
-    assert (await stats(client))["settings"]["max_tokens_single_line"] == 40
+    assert setting(await stats(client), "maxTokensSingleLine")["value"] == 40
 
 
 async def expect_error(coro, code: int, *words: str):
@@ -243,20 +243,21 @@ async def test_a_file_the_user_excludes_gets_no_completion_until_the_setting_let
     said = lambda: sum("is excluded" in m.message for m in client.messages)
     before = said()
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {"exclude": ["gen_*.py"]}}))
+        settings={"tandem": {**OPTIONS, "exclude": ["gen_*.py"]}}))
     await asyncio.sleep(0.5)
     assert said() == before + 1
     await expect_error(inline(client, uri, here), -32602, "excluded")
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"tandem": {"exclude": []}}))
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"tandem": {**OPTIONS, "exclude": []}}))
     await asyncio.sleep(0.5)
     await inline(client, uri, here)   # no error
     # a pattern gitignore does not take: the change is refused with a message, the file still answered
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {"exclude": ["!"]}}))
+        settings={"tandem": {**OPTIONS, "exclude": ["!"]}}))
     await asyncio.sleep(0.5)
     assert any("is not a gitignore pattern" in m.message for m in client.messages)
     await inline(client, uri, here)
-    assert (await stats(client))["settings"]["exclude"] == []
+    assert setting(await stats(client), "exclude")["value"] == []
 
 
 async def test_asked_for_by_key_it_answers_where_typing_would_not(client: LanguageClient, tmp_path):
@@ -312,7 +313,7 @@ async def test_where_a_line_or_a_block_may_be_missing_the_model_s_end_decides(cl
     # a new line between statements: the model writes on, and where it ends the middle itself (here it began
     # the `return items` below again) the whole block is the answer, statements that open nothing included
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {"earlyAnswerMs": 0}}))
+        settings={"tandem": {**OPTIONS, "earlyAnswerMs": 0}}))
     text = ('def swap_ends(items):\n    """Swap the first and the last item of the list, in place."""\n'
             '    first = items[0]\n    \n    return items\n')
     uri, _ = open_doc(client, LSP / "swap.py", text=text)
@@ -332,7 +333,7 @@ async def test_where_a_line_or_a_block_may_be_missing_the_model_s_end_decides(cl
             text=block)]))
     assert await inline(client, uri, at) == ""
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {"earlyAnswerMs": 600}}))
+        settings={"tandem": {**OPTIONS, "earlyAnswerMs": 600}}))
     client.text_document_did_close(types.DidCloseTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
 
@@ -342,7 +343,7 @@ async def test_an_answer_shown_early_is_completed_once_its_generation_ends(clien
     generation goes on; once it ends, `tandem/betterCompletion` names the place and asking again there gives the
     whole block from the cache."""
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {"earlyAnswerMs": 1}}))
+        settings={"tandem": {**OPTIONS, "earlyAnswerMs": 1}}))
     text = ('class Parcel:\n    def __init__(self, sender, receiver, weight_kg, price_eur):\n'
             '        self.sender, self.receiver = sender, receiver\n'
             '        self.weight_kg, self.price_eur = weight_kg, price_eur\n\n'
@@ -375,6 +376,6 @@ async def test_an_answer_shown_early_is_completed_once_its_generation_ends(clien
     finally:
         waiting.cancel()
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-            settings={"tandem": {"earlyAnswerMs": 600}}))
+            settings={"tandem": {**OPTIONS, "earlyAnswerMs": 600}}))
         client.text_document_did_close(types.DidCloseTextDocumentParams(
             text_document=types.TextDocumentIdentifier(uri=uri)))

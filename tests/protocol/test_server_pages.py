@@ -14,7 +14,7 @@ from pytest_lsp import LanguageClient
 
 
 from conftest import FIXTURES
-from lsp_helpers import SERVER, inline, open_doc, start, stats, type_text, wait_ready
+from lsp_helpers import SERVER, inline, open_doc, setting, start, stats, type_text, wait_ready
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
 REAL = FIXTURES / "real"
@@ -304,10 +304,10 @@ async def test_a_move_is_filled_at_once_and_an_edit_after_the_pause(client: Lang
     """The clients report a move (or an open) once the cursor has rested: its fill starts at once, whatever the
     pause; an edit's request follows the edit, so its fill waits for `warmupPauseMs` (set long here)."""
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {"warmupPauseMs": 60000}}))
+        settings={"tandem": {**OPTIONS, "warmupPauseMs": 60000}}))
     await asyncio.sleep(0.3)
     try:
-        assert (await stats(client))["settings"]["warmup_pause_ms"] == 60000
+        assert setting(await stats(client), "warmupPauseMs")["value"] == 60000
         text = "\n".join(f"def f{i}(a, b):\n    return a * {i} + b\n" for i in range(40))
 
         async def runs_after(before: int, seconds: float) -> int:
@@ -332,6 +332,6 @@ async def test_a_move_is_filled_at_once_and_an_edit_after_the_pause(client: Lang
         assert await runs_after(before, 3) == before, "an edit's fill did not wait for the pause"
     finally:
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-            settings={"tandem": {"warmupPauseMs": OPTIONS["warmupPauseMs"]}}))
+            settings={"tandem": OPTIONS}))
         await asyncio.sleep(0.3)
-    assert (await stats(client))["settings"]["warmup_pause_ms"] == OPTIONS["warmupPauseMs"]
+    assert setting(await stats(client), "warmupPauseMs")["value"] == OPTIONS["warmupPauseMs"]

@@ -2,7 +2,7 @@
 import pytest
 
 from lsp_server.service.cache import TypingCache
-from lsp_server.service.settings import Settings, SettingsError, load_files
+from lsp_server.service.settings import Settings, SettingsError
 
 
 def test_typing_through_serves_the_rest():
@@ -70,49 +70,12 @@ def test_model_settings_ask_for_a_reload():
     assert not s.merged({"maxTokens": 10}).models_differ(s)
 
 
-def test_config_files(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
-    (tmp_path / "cfg" / "tandem").mkdir(parents=True)
-    (tmp_path / "cfg" / "tandem" / "config.toml").write_text("maxTokens = 20\nspeculation = false\n")
-    (tmp_path / "ws").mkdir()
-    (tmp_path / "ws" / "tandem.toml").write_text("[tandem]\nmax_tokens = 30\n")
-    s, used = load_files(Settings(), str(tmp_path / "ws"))
-    assert (s.max_tokens, s.speculation) == (30, False) and len(used) == 2
-    (tmp_path / "ws" / "tandem.toml").write_text("max_tokens = [\n")
-    with pytest.raises(SettingsError) as e:
-        load_files(Settings(), str(tmp_path / "ws"))
-    assert "tandem.toml" in str(e.value)
-
-
 def test_prompt_budgets_larger_than_the_context_are_accepted_and_shrunk():
     # the pipeline shrinks them to fit (and says so); only a completion that cannot fit is refused
     s = Settings().merged({"contextSize": 512})
     from lsp_server.prompt import PromptBudget
     b = PromptBudget(s.prefix_tokens, s.suffix_tokens, s.context_tokens).within(300)
     assert b.total <= 300 and b.prefix_tokens > b.context_tokens > b.suffix_tokens > 0
-
-
-def test_a_workspace_file_may_not_choose_the_backend_or_model_files(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
-    (tmp_path / "cfg" / "tandem").mkdir(parents=True)
-    (tmp_path / "cfg" / "tandem" / "config.toml").write_text('backend = "http://team:8012"\n'
-                                                             'backendApiKeyEnv = "TEAM_KEY"\n')
-    (tmp_path / "ws").mkdir()
-    (tmp_path / "ws" / "tandem.toml").write_text('[tandem]\nbackend = "http://elsewhere:1"\ndraft = "x.gguf"\n'
-                                                 'backendApiKeyEnv = "AWS_SECRET"\nbackendTimeoutMs = 3000\n'
-                                                 'maxTokens = 30\n')
-    told = []
-    s, used = load_files(Settings(), str(tmp_path / "ws"), warn=told.append)
-    # the user's own choices stand; the workspace's harmless settings apply
-    assert (s.backend, s.backend_api_key_env, s.draft) == ("http://team:8012", "TEAM_KEY", "")
-    assert (s.max_tokens, s.backend_timeout_ms) == (30, 3000) and len(used) == 2
-    assert len(told) == 1 and all(k in told[0] for k in ("backend", "backendApiKeyEnv", "draft", "config.toml"))
-    assert "maxTokens" not in told[0]
-    # the user's own file may set them all
-    (tmp_path / "ws" / "tandem.toml").unlink()
-    told.clear()
-    assert load_files(Settings(), str(tmp_path / "ws"), warn=told.append)[0].backend == "http://team:8012"
-    assert not told
 
 
 @pytest.mark.parametrize("bad, words", [({"backend": "gpu-box:8012"}, "http:// or https://"),

@@ -455,6 +455,18 @@ def stop_all(folder: str | None = None) -> list[int]:
     return stopped
 
 
+def probe(cfg: EngineConfig, timeout: float = 1.0) -> dict | None:
+    """What the engine process of this configuration says of itself (`info`: pid, what it loaded), None where none
+    answers; it starts none."""
+    link = _hello(socket_path(cfg), timeout)
+    if link is None:
+        return None
+    sock, reader, info = link
+    reader.close()
+    sock.close()
+    return info
+
+
 def _hello(path: str, timeout: float) -> tuple[socket.socket, BinaryIO, dict] | None:
     """A connection to the engine process at `path` that answers, its reading side, and what the process says of
     itself (`info`); None where none answers within `timeout`. An engine process that was just killed may still
