@@ -26,6 +26,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$PYTHON" -m venv "$tmp/venv"
 WHEEL_DIR_OUT="$tmp/house" bash scripts/install-llama-cpp.sh "$tmp/venv/bin/python"
 HOUSE=$(cat "$tmp/house")
+echo "llama-cpp-python: the wheel in $HOUSE"
 if [ -z "$WHEEL" ]; then
   "$tmp/venv/bin/python" -m pip wheel -q --no-deps -w "$tmp/dist" .
   WHEEL=$(ls "$tmp"/dist/tandem_lsp-*.whl)
