@@ -17,7 +17,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(STAMP): $(PY) pyproject.toml evals/pyproject.toml scripts/install-llama-cpp.sh
+$(STAMP): $(PY) pyproject.toml evals/pyproject.toml scripts/install-llama-cpp.sh scripts/llama-platform.sh
 	bash scripts/install-llama-cpp.sh $(PY)
 	$(PY) -m pip install -q -e '.[test]' -e ./evals
 	touch $(STAMP)
