@@ -54,6 +54,8 @@ vsix:
 
 # what a release publishes, in dist/: the wheel and sdist (PyPA build) and the extension, tandem-$(VERSION).vsix
 dist: install vsix
+	@ext=$$(node -p "require('./editors/vscode/package.json').version"); [ "$$ext" = "$(VERSION)" ] || { \
+	  echo "the extension says version $$ext, the package $(VERSION): set editors/vscode/package.json's" >&2; exit 1; }
 	rm -rf dist
 	$(PY) -m build --outdir dist .
 	cp editors/vscode/tandem.vsix dist/tandem-$(VERSION).vsix

@@ -1,10 +1,12 @@
-"""The Python the package declares (Requires-Python >=3.11: settings are read with tomllib) is what the built
-wheel says, the Python running the tests satisfies it, and pip refuses the wheel for 3.10 with a message that says
-why. pip's refusal is checked on every machine through `pip download --python-version 3.10` (pip's own check,
-for the version given); where a real Python 3.10 is installed (pyenv, or python3.10 on the PATH) its pip is asked
-too; where none is, that second check has nothing to run and the test says which checks ran."""
+"""The release's metadata: the version (lsp_server.__version__) in the wheel, the sdist and the changelog's newest
+entry; the declared Python (Requires-Python >=3.11: settings are read with tomllib), which the Python running the
+tests satisfies and for which pip refuses the wheel on 3.10 with a message that says why. pip's refusal is checked on
+every machine through `pip download --python-version 3.10` (pip's own check, for the version given); where a real
+Python 3.10 is installed (pyenv, or python3.10 on the PATH) its pip is asked too; where none is, that second check
+has nothing to run and the test prints which checks ran."""
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,3 +74,12 @@ def test_pip_refuses_the_wheel_for_python_3_10_saying_why(dist, tmp_path):
         assert r.returncode != 0 and "requires a different Python: 3.10" in r.stderr, r.stderr
         checked.append(f"{py310} -m pip install")
     print("refusal checked with:", "; ".join(checked))
+
+
+def test_the_changelog_s_newest_entry_is_this_version_with_a_date():
+    import lsp_server
+    from conftest import ROOT
+    entries = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert entries and entries[0][0] == lsp_server.__version__, entries
+    assert [v for v, _ in entries] == sorted((v for v, _ in entries), key=lambda v: tuple(map(int, v.split("."))),
+                                             reverse=True)
