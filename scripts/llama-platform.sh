@@ -51,7 +51,8 @@ tandem_gpu() {
 # -mno-amx-* where the CPU reports AMX: on the x86-64 Linux VMs this was written on, the CPU advertises it but
 # executing it raises SIGILL, and GGML_NATIVE would use it. Empty elsewhere (clang on arm64 refuses x86 flags).
 tandem_cpu_cflags() {
-  if [ "$(tandem_os)" = Linux ] && [ "$(tandem_arch)" = x86_64 ] && tandem_cpu_flags | grep -qE '(^|[[:space:]])amx'; then
+  if [ "$(tandem_os)" = Linux ] && [ "$(tandem_arch)" = x86_64 ] \
+     && tandem_cpu_flags | grep -qE '(^|[[:space:]])amx'; then
     echo "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
   fi
 }

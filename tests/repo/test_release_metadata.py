@@ -38,8 +38,10 @@ def test_the_wheel_declares_python_3_11_and_this_python_satisfies_it(dist):
     assert meta["Requires-Python"] == ">=3.11"
     assert sys.version.split()[0] in SpecifierSet(meta["Requires-Python"])
     import lsp_server
-    assert meta["Version"] == lsp_server.__version__ and wheel.name == f"tandem_lsp-{lsp_server.__version__}-py3-none-any.whl"
-    assert meta["License-Expression"] == "MIT" and "Programming Language :: Python :: 3.11" in meta.get_all("Classifier")
+    version = lsp_server.__version__
+    assert meta["Version"] == version and wheel.name == f"tandem_lsp-{version}-py3-none-any.whl"
+    assert meta["License-Expression"] == "MIT"
+    assert "Programming Language :: Python :: 3.11" in meta.get_all("Classifier")
     # the sdist says the same, and carries the license and the changelog
     with tarfile.open(sdist) as t:
         names = t.getnames()
