@@ -4,6 +4,7 @@ PIPX_BIN_DIR, llama-cpp-python from the wheel built for this CPU, nothing compil
 `tandem --version`, `tandem doctor` and one completion, run outside the checkout with the model cache a user has.
 It prints how long each step took."""
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -62,16 +63,21 @@ def test_the_release_installs_with_pipx_and_completes_as_a_user_runs_it(tmp_path
         t = time.perf_counter()
         out = subprocess.run([tandem, *args], cwd=work, env=user | over, capture_output=True, text=True,
                              timeout=600)
-        took[" ".join(args[:1]) + (" (no models)" if over else "")] = time.perf_counter() - t
+        took[args[0] + (" (no models)" if over else "")] = time.perf_counter() - t
         return out
 
     out = run("--version")
     assert out.returncode == 0 and out.stdout.strip() == f"tandem {lsp_server.__version__}", out.stdout + out.stderr
-    # a health report: fine with the models in the cache, exit 1 where there are none (completion is blocked)
-    out = run("doctor")
-    assert out.returncode == 0 and out.stdout.strip(), out.stdout + out.stderr
+    # the health report: this version, in the tool's own Python, the models the user has; exit 1 where the
+    # models are missing (completion is blocked)
+    out = run("doctor", "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    r = json.loads(out.stdout)
+    assert r["ok"] and r["version"] == lsp_server.__version__
+    assert r["python"]["executable"].startswith(str(home / "venvs" / "tandem-lsp"))
+    assert {m["role"]: m["state"] for m in r["models"]["files"]}.get("target") == "ok", r["models"]
     out = run("doctor", TANDEM_CACHE_DIR=str(tmp_path / "empty-cache"))
-    assert out.returncode == 1 and "model" in (out.stdout + out.stderr).lower(), out.stdout + out.stderr
+    assert out.returncode == 1 and "tandem models pull" in out.stdout + out.stderr, out.stdout + out.stderr
 
     shutil.copy(FIXTURES / "demo" / "orders.py", work / "orders.py")
     out = run("complete", "orders.py", "--line", "40", "--col", "1", "--json")
