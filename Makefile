@@ -7,14 +7,17 @@ STAMP  := $(VENV)/.tandem-installed
 DEMO_FILE ?= fixtures/demo/orders.py
 DEMO_LINE ?= 40
 DEMO_COL  ?= 1
+VERSION   := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' lsp_server/__init__.py)
 
-.PHONY: demo test check models install bench replay clean-venv llama-server vsix tool gpu-costs-pack
+.PHONY: demo test check models install bench replay clean-venv llama-server vsix tool dist gpu-costs-pack
 
 $(PY):
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+	  echo "Tandem needs Python 3.11 or later; $(PYTHON) is $$($(PYTHON) -V 2>&1) (make PYTHON=python3.12 ...)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(STAMP): $(PY) pyproject.toml evals/pyproject.toml scripts/install-llama-cpp.sh
+$(STAMP): $(PY) pyproject.toml evals/pyproject.toml scripts/install-llama-cpp.sh scripts/llama-platform.sh
 	bash scripts/install-llama-cpp.sh $(PY)
 	$(PY) -m pip install -q -e '.[test]' -e ./evals
 	touch $(STAMP)
@@ -40,13 +43,23 @@ check: install
 	rm -rf .check-cache && mkdir .check-cache
 	TANDEM_CACHE_DIR=$(CURDIR)/.check-cache $(PY) -m pytest -q -p no:cacheprovider -m "not models" -n 2
 
-# `tandem` as a command of its own (pipx, else uv tool), with the llama-cpp-python wheel built for this CPU
-tool: install
-	bash scripts/install-tool.sh $(PY)
+# `tandem` as a command of its own (pipx, else uv tool): a wheel of this tree, with the llama-cpp-python wheel built
+# for this CPU; no development venv
+tool:
+	PYTHON=$(PYTHON) bash scripts/install-tool.sh
 
 # the VS Code extension, packaged: editors/vscode/tandem.vsix (code --install-extension editors/vscode/tandem.vsix)
 vsix:
 	cd editors/vscode && npm ci --no-audit --no-fund && npm run build && npm run package
+
+# what a release publishes, in dist/: the wheel and sdist (PyPA build) and the extension, tandem-$(VERSION).vsix
+dist: install vsix
+	@ext=$$(node -p "require('./editors/vscode/package.json').version"); [ "$$ext" = "$(VERSION)" ] || { \
+	  echo "the extension says version $$ext, the package $(VERSION): set editors/vscode/package.json's" >&2; exit 1; }
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	cp editors/vscode/tandem.vsix dist/tandem-$(VERSION).vsix
+	@ls -1 dist
 
 bench: models
 	$(VENV)/bin/tandem bench --json bench.json

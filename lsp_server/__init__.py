@@ -1,2 +1,2 @@
 """Tandem: a local code-completion language server with adaptive speculative decoding."""
-__version__ = "0.1.0"
+__version__ = "0.2.0"

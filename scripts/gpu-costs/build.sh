@@ -7,7 +7,8 @@ set -euo pipefail
 SRC=${1:?usage: build.sh SRC BUILD}
 BUILD=${2:?usage: build.sh SRC BUILD}
 HERE=$(cd "$(dirname "$0")" && pwd)
-JOBS=${JOBS:-$(nproc)}
+. "$HERE/../llama-platform.sh"
+JOBS=${JOBS:-$(tandem_nproc)}
 cuda=OFF
 if [ "${GPU_COSTS_CUDA:-auto}" = 1 ] || { [ "${GPU_COSTS_CUDA:-auto}" = auto ] && command -v nvcc >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
   cuda=ON
@@ -18,8 +19,9 @@ flags=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF -DLLAM
 if [ $cuda = ON ]; then
   flags+=(-DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DGGML_NATIVE=ON)
 else
-  NOAMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"   # see scripts/install-llama-cpp.sh
-  flags+=(-DGGML_NATIVE=ON -DCMAKE_C_FLAGS="$NOAMX" -DCMAKE_CXX_FLAGS="$NOAMX")
+  flags+=(-DGGML_NATIVE=ON)
+  cflags=$(tandem_cpu_cflags)   # AMX off where the CPU reports it (scripts/llama-platform.sh)
+  if [ -n "$cflags" ]; then flags+=(-DCMAKE_C_FLAGS="$cflags" -DCMAKE_CXX_FLAGS="$cflags"); fi
 fi
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
