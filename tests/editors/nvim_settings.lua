@@ -35,6 +35,9 @@ session.run(function()
   if not session.attached() then return finish(false) end
   result.start = settings_when("start", function(s) return s.backend ~= nil end)
   if not result.start then return finish(false) end
+  -- the backend does not answer: the load fails, the server pushes its error, the statusline says it
+  wait_until(function() return tandem.state() == "error" end, 30)
+  result.statusline = tandem.statusline()
   vim.cmd("Tandem disable")
   result.disabled = settings_when("disabled", function(s) return s.enabled and s.enabled.value == false end)
   tandem.config.settings = {}

@@ -79,6 +79,8 @@ def test_settings_from_config_toml_and_the_workspace_are_in_effect_when_neovim_s
     # Neovim sent nothing of its own (an empty object): no setting is the editor's
     assert not [k for k, e in s.items() if e["origin"] == "editor"], s
     assert s["enabled"] == {"value": True, "origin": "default"}, s["enabled"]
+    # nothing answers at the backend's address: the load failed, and the statusline component says so
+    assert res["statusline"] == "Tandem error", res
 
 
 def test_a_setting_in_neovim_wins_and_each_change_replaces_what_neovim_set_before(tmp_path, layered):
