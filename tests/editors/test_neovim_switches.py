@@ -46,9 +46,15 @@ def test_checkhealth_shows_the_plugin_s_checks_and_the_server_s_report(session):
     assert "server attached" in health and "models ready" in health, health
     text = session["health_text"]
     assert text and text.strip(), session
-    # the server's report (tandem/health), line by line
-    for report_line in text.strip().splitlines():
-        assert report_line.strip() in health, (report_line, health)
+    # the server's report (tandem/health), line by line, as the server words it (the figures it measures at each
+    # call, such as the machine's speed, aside)
+    shown = [masked(line) for line in health.splitlines()]
+    for report_line in filter(str.strip, text.splitlines()):
+        assert any(masked(report_line) in line for line in shown), (report_line, health)
+
+
+def masked(line: str) -> str:
+    return re.sub(r"\d+", "N", line.strip())
 
 
 def test_pull_models_runs_tandem_models_pull(session):

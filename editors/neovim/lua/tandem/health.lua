@@ -23,8 +23,9 @@ local function run(cmd, timeout_ms)
   return vim.trim(r.stdout or "")
 end
 
+-- one item, so that the report's table keeps its indentation
 local function report(h, text)
-  for _, line in ipairs(vim.split(vim.trim(text), "\n")) do h.info(line) end
+  h.info(vim.trim(text))
 end
 
 function M.check()
