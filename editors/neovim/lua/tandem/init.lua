@@ -2,7 +2,8 @@
 -- text of the plugin's own (ghost.lua: accept all, the next word or the next line), or with `suggestions` Neovim's
 -- own ghost text on 0.12+ ("native", vim.lsp.inline_completion) or the completion popup ("popup",
 -- vim.lsp.completion); and tells the server where the cursor went (tandem/didMoveCursor) so it fills its KV cache
--- there before the first key.
+-- there before the first key. What it shows of the server's state, a snooze and filetypes switched off are in
+-- status.lua (the statusline component), the commands in commands.lua, :checkhealth tandem in health.lua.
 local M = {}
 local status = require("tandem.status")
 
