@@ -4,7 +4,6 @@ popup path, with stale requests superseded."""
 from __future__ import annotations
 
 import asyncio
-import re
 import shutil
 import sys
 import time
@@ -17,6 +16,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from conftest import FIXTURES, ROOT, tandem_cmd
+from lsp_server.protocol.languages import DEFAULT_LANGUAGES
 from lsp_helpers import blank_cursor, open_doc, popup, stats, wait_ready
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
@@ -44,24 +44,27 @@ async def test_languages_toml_registers_a_command_that_exists():
     # the command is the package's console script, installed next to this Python
     found = shutil.which(server["command"], path=str(Path(sys.executable).parent))
     assert found, f"{server['command']} not found beside {sys.executable}"
-    names = {lang["name"] for lang in conf["language"]}
-    # what the Neovim plugin starts for, in Helix's names
-    nvim = (ROOT / "editors" / "neovim" / "lua" / "tandem" / "init.lua").read_text()
-    filetypes = set(re.findall(r'"(\w+)"', nvim.split("filetypes = {", 1)[1].split("}", 1)[0]))
-    helix_name = {"typescriptreact": "tsx", "javascriptreact": "jsx"}
-    assert {helix_name.get(f, f) for f in filetypes} <= names, filetypes
+    # the sample pins no setting: the server's defaults and the user's config files apply
+    assert "config" not in server, server
+    # every client's languages (lsp_server/protocol/languages.py), in Helix's names, once each
+    names = [lang["name"] for lang in conf["language"]]
+    assert names == [lang.helix for lang in DEFAULT_LANGUAGES if lang.helix], names
     for lang in conf["language"]:
         tandem = [s for s in lang["language-servers"] if isinstance(s, dict) and s["name"] == "tandem"]
         assert tandem and tandem[0]["only-features"] == ["completion"]
 
 
+# what a user adds under [language-server.tandem] as `config` (the sample has none); Helix sends it as the
+# initializationOptions and again right after `initialized`
+USER_CONFIG = {"maxTokensSingleLine": 40}
+
+
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=tandem_cmd() + ["serve"]), scope="module")
 async def helix(lsp_client: LanguageClient):
-    conf = tomllib.loads(HELIX.read_text())["language-server"]["tandem"]
     lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=HELIX_CAPS, root_uri=(FIXTURES / "lsp").as_uri(), initialization_options=conf["config"]))
+        capabilities=HELIX_CAPS, root_uri=(FIXTURES / "lsp").as_uri(), initialization_options=USER_CONFIG))
     # as Helix does right after `initialized`, while the models load
-    lsp_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=conf["config"]))
+    lsp_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=USER_CONFIG))
     s = await wait_ready(lsp_client)
     assert s["ready"], s["load_error"]
     yield

@@ -6,7 +6,18 @@
 local M = {}
 
 M.ns = vim.api.nvim_create_namespace("tandem_ghost")
-M.hl = "Comment"
+M.hl = "TandemSuggestion"
+
+--- The ghost text's highlight: Comment unless a colorscheme or the user defines TandemSuggestion (`default`
+--- keeps theirs); defined again after each colorscheme, which clears the groups it does not define.
+function M.define_highlight()
+  vim.api.nvim_set_hl(0, M.hl, { default = true, link = "Comment" })
+end
+M.define_highlight()
+vim.api.nvim_create_autocmd("ColorScheme", {
+  group = vim.api.nvim_create_augroup("tandem_highlight", { clear = true }), callback = M.define_highlight })
+
+local status = require("tandem.status")
 local shown = {}   -- bufnr -> { client, row, col, tick, text, item, full, req }
 
 local function valid(bufnr) return vim.api.nvim_buf_is_valid(bufnr) end
@@ -46,6 +57,7 @@ end
 --- request would skip).
 function M.ask(client, bufnr, invoked)
   M.clear(bufnr)
+  if not status.active(bufnr) then return end   -- snoozed, or the filetype switched off
   local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
   params.context = { triggerKind = invoked and 1 or 2 }
   local row, col = here()

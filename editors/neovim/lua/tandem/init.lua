@@ -2,15 +2,18 @@
 -- text of the plugin's own (ghost.lua: accept all, the next word or the next line), or with `suggestions` Neovim's
 -- own ghost text on 0.12+ ("native", vim.lsp.inline_completion) or the completion popup ("popup",
 -- vim.lsp.completion); and tells the server where the cursor went (tandem/didMoveCursor) so it fills its KV cache
--- there before the first key.
+-- there before the first key. What it shows of the server's state, a snooze and filetypes switched off are in
+-- status.lua (the statusline component), the commands in commands.lua, :checkhealth tandem in health.lua.
 local M = {}
+local status = require("tandem.status")
 
 M.defaults = {
   cmd = { "tandem", "serve" },
-  filetypes = { "python", "typescript", "typescriptreact", "javascript", "javascriptreact", "go", "rust",
-                "java", "c", "cpp", "lua" },
+  filetypes = vim.deepcopy(require("tandem.languages")),
   root_markers = { ".git", "pyproject.toml", "package.json", "go.mod", "Cargo.toml" },
-  settings = {},          -- initializationOptions: the server's settings (docs/settings.md)
+  -- the server's settings you set (docs/settings.md), and only those: the server lays them over its own defaults,
+  -- ~/.config/tandem/config.toml and the workspace's tandem.toml
+  settings = {},
   debounce_ms = 150,      -- 0.11: ask for a completion this long after the last keystroke
   cursor_rest_ms = 150,   -- report a cursor move (no edit in it) once the cursor has rested this long; 0: never
   -- "ghost" (the plugin's ghost text), "native" (0.12+: vim.lsp.inline_completion; accept only) or "popup" (the
@@ -31,7 +34,7 @@ local function ask_later(bufnr)
     callback = function()
       timer:stop()
       timer:start(M.config.debounce_ms, 0, vim.schedule_wrap(function()
-        if vim.api.nvim_get_current_buf() == bufnr and vim.fn.mode() == "i" then
+        if vim.api.nvim_get_current_buf() == bufnr and vim.fn.mode() == "i" and status.active(bufnr) then
           vim.lsp.completion.get()
         end
       end))
@@ -53,7 +56,7 @@ local function report_moves(client, bufnr)
     timer:stop()
     timer:start(M.config.cursor_rest_ms, 0, vim.schedule_wrap(function()
       if client:is_stopped() or not vim.api.nvim_buf_is_valid(bufnr)
-          or vim.api.nvim_get_current_buf() ~= bufnr then return end
+          or vim.api.nvim_get_current_buf() ~= bufnr or not status.active(bufnr) then return end
       local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
       client:notify("tandem/didMoveCursor", { uri = params.textDocument.uri, position = params.position })
     end))
@@ -98,7 +101,7 @@ function M.on_attach(client, bufnr)
   report_moves(client, bufnr)
   local how = M.config.suggestions
   if how == "native" and vim.lsp.inline_completion then
-    vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
+    vim.lsp.inline_completion.enable(status.active(bufnr), { bufnr = bufnr })
     local key = M.config.keymaps.accept
     if key then
       local fallback = M.fallback(key)
@@ -109,7 +112,7 @@ function M.on_attach(client, bufnr)
   elseif how == "popup" then
     -- the popup, asked for after each pause in typing (the server's trigger characters alone
     -- would ask too rarely for code completion)
-    vim.lsp.completion.enable(true, client.id, bufnr, { autotrigger = true })
+    vim.lsp.completion.enable(status.active(bufnr), client.id, bufnr, { autotrigger = true })
     ask_later(bufnr)
   else
     local ghost = require("tandem.ghost")
@@ -130,11 +133,33 @@ function M.on_attach(client, bufnr)
   end
 end
 
-function M.setup(opts)
-  M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+-- A snooze or a filetype switched off stops Neovim's own ghost text and the popup in the buffers it concerns (the
+-- plugin's ghost text asks status.active itself), and clears the plugin's ghost text there.
+local function apply_switches()
+  for _, client in ipairs(vim.lsp.get_clients({ name = "tandem" })) do
+    for bufnr in pairs(client.attached_buffers) do
+      local on = status.active(bufnr)
+      if M.config.suggestions == "native" and vim.lsp.inline_completion then
+        vim.lsp.inline_completion.enable(on, { bufnr = bufnr })
+      elseif M.config.suggestions == "popup" then
+        vim.lsp.completion.enable(on, client.id, bufnr, { autotrigger = true })
+      elseif not on then
+        require("tandem.ghost").clear(bufnr)
+      end
+    end
+  end
+end
+table.insert(status.listeners, apply_switches)
+
+--- The settings the user set, as the server is sent them (an empty Lua table would go out as a JSON array).
+function M.user_settings()
+  local s = M.config.settings or {}
+  return next(s) == nil and vim.empty_dict() or s
+end
+
+local function configure()
   local cfg = M.config
-  -- an empty Lua table would go out as a JSON array
-  local settings = next(cfg.settings) == nil and vim.empty_dict() or cfg.settings
+  local settings = M.user_settings()
   vim.lsp.config("tandem", {
     cmd = cfg.cmd,
     filetypes = cfg.filetypes,
@@ -147,11 +172,45 @@ function M.setup(opts)
       -- and the popup have no way to be asked again from here)
       ["tandem/betterCompletion"] = function(_, params, ctx)
         local client = vim.lsp.get_client_by_id(ctx.client_id)
-        if client and M.config.suggestions == "ghost" then require("tandem.ghost").better(client, params) end
+        if client and M.config.suggestions == "ghost" and status.active() then
+          require("tandem.ghost").better(client, params)
+        end
       end,
+      ["tandem/status"] = status.on_status,
     },
   })
+end
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  -- lists are the user's own, not merged into the defaults' (fewer filetypes must mean fewer)
+  for _, key in ipairs({ "cmd", "filetypes", "root_markers" }) do
+    if opts and opts[key] then M.config[key] = vim.deepcopy(opts[key]) end
+  end
+  configure()
   vim.lsp.enable("tandem")
+end
+
+--- Send the user's settings again (workspace/didChangeConfiguration; the server replaces what the editor set
+--- before with them, whole), and keep them for a restart.
+function M.send_settings()
+  configure()
+  local settings = M.user_settings()
+  for _, client in ipairs(vim.lsp.get_clients({ name = "tandem" })) do
+    client.settings = { tandem = settings }
+    client:notify("workspace/didChangeConfiguration", { settings = client.settings })
+  end
+end
+
+function M.set_enabled(on)
+  M.config.settings.enabled = on
+  M.send_settings()
+  vim.notify("Tandem: completions " .. (on and "on" or "off"))
+end
+
+function M.restart()
+  for _, client in ipairs(vim.lsp.get_clients({ name = "tandem" })) do client:stop() end
+  vim.defer_fn(function() vim.lsp.enable("tandem", false); vim.lsp.enable("tandem") end, 500)
 end
 
 local function client_of(bufnr)
@@ -162,68 +221,34 @@ end
 --- The server's statistics (tandem/stats); nil if it is not running. With `callback`, asynchronously (the
 --- editor does not wait); without, synchronously, at most 5 s.
 function M.stats(bufnr, callback)
+  return M.request("tandem/stats", bufnr, callback)
+end
+
+--- The server's health report (tandem/health: `text`, the report `tandem doctor` prints with the editor's
+--- settings in it, and `settings`, each in effect with where it came from); like stats().
+function M.health(bufnr, callback)
+  return M.request("tandem/health", bufnr, callback)
+end
+
+function M.request(method, bufnr, callback)
   local client = client_of(bufnr)
   if not client then
     if callback then callback(nil) end
     return nil
   end
   if callback then
-    client:request("tandem/stats", {}, function(err, result) callback(not err and result or nil) end, bufnr or 0)
+    client:request(method, {}, function(err, result) callback(not err and result or nil, err) end, bufnr or 0)
     return nil
   end
-  local res = client:request_sync("tandem/stats", {}, 5000, bufnr or 0)
-  return res and res.result
+  local res, err = client:request_sync(method, {}, 5000, bufnr or 0)
+  return res and res.result, res and res.err or err
 end
 
-local function show_stats()
-  M.stats(0, vim.schedule_wrap(function(s)
-    if not s then return vim.notify("Tandem: the server is not running", vim.log.levels.WARN) end
-    local buf = vim.api.nvim_create_buf(false, true)   -- a scratch buffer: never saved, never sent
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(vim.json.encode(s), "\n"))
-    vim.bo[buf].filetype = "json"
-    vim.cmd("split")
-    vim.api.nvim_win_set_buf(0, buf)
-    if vim.fn.executable("python3") == 1 then vim.cmd("silent %!python3 -m json.tool") end
-    vim.bo[buf].modified = false
-  end))
-end
+--- For a statusline: "Tandem ready", "Tandem loading", "Tandem off", "Tandem snoozed 25m", "Tandem error", or ""
+--- where no tandem server is attached to the current buffer. `require("tandem").state()` gives the state alone.
+M.statusline = status.statusline
+M.state = status.state
 
-local function set_enabled(on)
-  M.config.settings.enabled = on
-  for _, client in ipairs(vim.lsp.get_clients({ name = "tandem" })) do
-    client:notify("workspace/didChangeConfiguration", { settings = { tandem = { enabled = on } } })
-  end
-  vim.notify("Tandem: completions " .. (on and "on" or "off"))
-end
-
-M.commands = {
-  status = function()
-    M.stats(0, vim.schedule_wrap(function(s)
-      if not s then return vim.notify("Tandem: not running") end
-      local state = s.load_error and ("models could not be loaded: " .. s.load_error)
-        or (s.ready and "ready" or "loading models")
-      vim.notify(string.format("Tandem: %s; %s tok/s; %d of %d suggestions accepted", state,
-        s.tok_s and string.format("%.1f", s.tok_s) or "-", s.suggestions.accepted, s.suggestions.shown))
-    end))
-  end,
-  stats = show_stats,
-  enable = function() set_enabled(true) end,
-  disable = function() set_enabled(false) end,
-  toggle = function() set_enabled(M.config.settings.enabled == false) end,
-  restart = function()
-    for _, client in ipairs(vim.lsp.get_clients({ name = "tandem" })) do client:stop() end
-    vim.defer_fn(function() vim.lsp.enable("tandem", false); vim.lsp.enable("tandem") end, 500)
-  end,
-}
-
-vim.api.nvim_create_user_command("Tandem", function(opts)
-  local run = M.commands[opts.fargs[1] or "status"]
-  if not run then
-    return vim.notify("Tandem: no such command " .. opts.fargs[1] .. " (status, stats, enable, disable, toggle, restart)",
-      vim.log.levels.ERROR)
-  end
-  run()
-end, { nargs = "?", complete = function() return vim.tbl_keys(M.commands) end,
-       desc = "Tandem: status | stats | enable | disable | toggle | restart" })
+require("tandem.commands").create()
 
 return M
