@@ -10,18 +10,16 @@ from pygls.workspace import TextDocument
 from ..context import Document, language_for_path
 from ..context.exclude import is_secret
 from ..pipeline import CompletionRequest
+from ..service.settings import EDITOR_LANGUAGE_IDS
 from .lines import LspTextDocument
 from .server import TandemServer
 
-# the editor's language ids that differ from ours
-LANGUAGE_IDS = {"typescriptreact": "tsx", "javascriptreact": "javascript", "shellscript": "bash",
-                "golang": "go", "py": "python", "plaintext": "text"}
 
 
 def language_of(doc: TextDocument) -> str:
     lang = language_for_path(doc.uri.split("?", 1)[0])
     if lang == "text" and doc.language_id:
-        lang = LANGUAGE_IDS.get(doc.language_id, doc.language_id)
+        lang = EDITOR_LANGUAGE_IDS.get(doc.language_id, doc.language_id)
     return lang
 
 

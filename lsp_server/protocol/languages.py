@@ -1,6 +1,6 @@
 """The languages the editors start Tandem for by default: each one's LSP language id (VS Code's), Neovim filetype
 and Helix language name (None where that editor has none). The editors' own lists are held equal to this one by
-their tests; documents.py maps an id to the language the server completes (LANGUAGE_IDS)."""
+their tests; documents.py maps an id to the language the server completes (service/settings.py EDITOR_LANGUAGE_IDS)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -26,6 +26,11 @@ CLIENT_KEYS = {"server_path", "trace", "debounce_ms", "keymaps", "log_level"}
 
 MIN_PROMPT_TOKENS = 128
 
+# the editors' language ids that differ from the server's language names: a document's language falls back to
+# them, and the `languages` setting takes either spelling (VS Code's "typescriptreact" is the server's "tsx")
+EDITOR_LANGUAGE_IDS = {"typescriptreact": "tsx", "javascriptreact": "javascript", "shellscript": "bash",
+                       "golang": "go", "py": "python", "plaintext": "text"}
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -122,7 +127,14 @@ class Settings:
                  "backend_verify_tls", "backend_vocab")
 
     def language_enabled(self, language: str) -> bool:
-        return self.enabled and self.languages.get(language, self.languages.get("*", True))
+        if not self.enabled:
+            return False
+        if language in self.languages:
+            return self.languages[language]
+        for key, on in self.languages.items():
+            if EDITOR_LANGUAGE_IDS.get(key) == language:
+                return on
+        return self.languages.get("*", True)
 
     def prompt_budget(self) -> PromptBudget:
         return PromptBudget(prefix_tokens=self.prefix_tokens, suffix_tokens=self.suffix_tokens,
