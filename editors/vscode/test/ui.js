@@ -1,6 +1,8 @@
 // The extension in a real VS Code: code-server (VS Code in the browser) with tandem.vsix installed, driven by
 // Playwright in Debian's Chromium. Opens a Go file, types, waits for ghost text from the real models, accepts
-// it with Tab, checks the line, and keeps a screenshot; at the end scrolls the cursor off the screen. Usage:
+// it with Tab, checks the line; scrolls the cursor off the screen; reads which settings are in effect and where
+// they came from (the server's own config.toml, through the environment code-server passes on, then a value set
+// in VS Code's user settings); asks for a block in a Python file and keeps a screenshot of it. Usage:
 //   node ui.js CODE_SERVER_DIR VSIX TANDEM_BIN WORKDIR SCREENSHOT
 // CODE_SERVER_DIR holds node_modules/code-server and node_modules/playwright-core (see tests/editors/test_vscode.py).
 const cp = require("child_process");
@@ -35,6 +37,37 @@ async function statsCounter(page, key) {
   return m ? Number(m[1]) : null;
 }
 
+// a setting in effect as the statistics document shows it (tandem/stats "settings": {key, value, origin} each,
+// JSON.stringify'd one field a line): null where it is not there
+async function statsSetting(page, key) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+F");
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type(`"key": "${key}"`, { delay: 20 });
+  await page.keyboard.press("Enter");
+  await new Promise((r) => setTimeout(r, 500));
+  const shown = await page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els.map((e) => e.textContent));
+  const text = shown.map((l) => l.replace(/\u00a0/g, " ")).join("\n");
+  const m = text.match(new RegExp(`"key": "${key}",\\s*"value": (.+?),\\s*"origin": ("(?:[^"\\\\]|\\\\.)*")`));
+  return m ? { value: JSON.parse(m[1]), origin: JSON.parse(m[2]) } : null;
+}
+
+async function showStats(page) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  await page.keyboard.type("Tandem: Show Statistics", { delay: 20 });
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => [...document.querySelectorAll(".tab")].some((t) => /statistics\.json/.test(t.textContent || "")),
+                             null, { timeout: 30000 });
+  await new Promise((r) => setTimeout(r, 1000));
+}
+
+// the ghost text shown, a line each: the first line's decoration, then the lines of the block below it
+async function ghostLines(page) {
+  return page.$$eval(".part.editor .ghost-text-decoration, .part.editor .ghost-text", (els) =>
+    els.flatMap((e) => (e.innerText || e.textContent || "").split("\n")).filter((l) => l.trim()));
+}
+
 async function main() {
   const userData = path.join(work, "user-data"), exts = path.join(work, "extensions"), ws = path.join(work, "ws");
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
@@ -52,6 +85,11 @@ async function main() {
   const src = fs.readFileSync(path.join(__dirname, "..", "..", "..", "fixtures", "lsp", "store.go"), "utf8");
   // the file ends inside the empty body, so Ctrl+End puts the cursor where the code goes
   fs.writeFileSync(path.join(ws, "store.go"), src.slice(0, src.lastIndexOf("\t\n}")) + "\t");
+  // the demo: to_api's empty dict, its line indented, where a block is the answer
+  const demo = fs.readFileSync(path.join(__dirname, "..", "..", "..", "fixtures", "demo", "orders.py"), "utf8").split("\n");
+  const hole = demo.findIndex((l) => l.includes("def to_api")) + 2;
+  demo[hole] = "            ";
+  fs.writeFileSync(path.join(ws, "orders.py"), demo.join("\n"));
   cp.execFileSync(node, [entry, "--install-extension", vsix, "--extensions-dir", exts, "--user-data-dir", userData],
                   { stdio: "inherit" });
   note("extension installed");
@@ -126,7 +164,6 @@ async function main() {
     const ghost = await page.$$eval(".ghost-text-decoration, .ghost-text", (els) => els.map((e) => e.textContent).join(""));
     out.ghost = ghost;
     note("ghost text");
-    await page.screenshot({ path: shot });
     // accept the next word first (the extension's Ctrl+Right: VS Code's accept next word, told to the server),
     // then the rest with Tab
     if (/\w/.test(ghost)) {
@@ -182,6 +219,10 @@ async function main() {
     // and how many times the models loaded: the configuration the extension sends while they load must not
     // load them again
     out.loads = await statsCounter(page, "loads");
+    // set only in the server's config.toml (XDG_CONFIG_HOME): in effect, and said to come from there
+    out.from_file = { backend: await statsSetting(page, "backend"),
+                      maxTokensSingleLine: await statsSetting(page, "maxTokensSingleLine") };
+    note(`from config.toml: ${JSON.stringify(out.from_file)}`);
     note(`model loads: ${out.loads}`);
     out.partly_accepted = await statsCounter(page, "partly_accepted");
     note(`partly accepted: ${out.partly_accepted}`);
@@ -211,6 +252,40 @@ async function main() {
     await new Promise((r) => setTimeout(r, 1000));
     out.views = await statsCounter(page, "views");
     note(`screens read away from the cursor: ${out.views}`);
+    // the same setting in VS Code's user settings: the editor's value wins (the file written as a user would,
+    // VS Code reads it again and the extension sends what the user set)
+    out.editor_value = 32;
+    const user = JSON.parse(fs.readFileSync(settingsFile, "utf8"));
+    fs.writeFileSync(settingsFile, JSON.stringify({ ...user, "tandem.maxTokensSingleLine": out.editor_value }));
+    // a block: the cursor in an empty dict's body, a suggestion asked for (Alt+\), its lines waited for
+    await page.keyboard.press("Escape");
+    await page.click(".explorer-folders-view .monaco-list-row >> text=orders.py", { timeout: 30000 });
+    await page.waitForFunction(() => [...document.querySelectorAll(".tab")].some((t) => /orders\.py/.test(t.textContent || "")),
+                               null, { timeout: 30000 });
+    await page.click(editor);
+    await page.keyboard.press("Control+G");
+    await page.keyboard.type(String(hole + 1), { delay: 20 });
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("End");
+    await new Promise((r) => setTimeout(r, 500));
+    out.block = [];
+    for (let i = 0; i < 12 && out.block.length < 3; i++) {
+      await page.keyboard.press("Alt+Backslash");
+      try {
+        await page.waitForFunction(() => document.querySelectorAll(".part.editor .ghost-text").length > 0, null,
+                                   { timeout: 10000 });
+      } catch { /* asked again */ }
+      await new Promise((r) => setTimeout(r, 1500));
+      out.block = await ghostLines(page);
+    }
+    note(`block: ${out.block.length} lines`);
+    await page.screenshot({ path: shot });
+    out.ok = out.ok && out.block.length >= 3;
+    await page.keyboard.press("Escape");
+    await showStats(page);
+    out.from_editor = { backend: await statsSetting(page, "backend"),
+                        maxTokensSingleLine: await statsSetting(page, "maxTokensSingleLine") };
+    note(`with the user's VS Code setting: ${JSON.stringify(out.from_editor)}`);
   } finally {
     await browser.close();
     server.kill();
