@@ -36,8 +36,9 @@ def setup_module():
 
 
 def test_the_extension_builds_and_packages():
-    # as `make vsix` does (vsce keeps README and CHANGELOG in lower case): vsce runs vscode:prepublish (tsc, the repository's CHANGELOG.md copied in) and asks
-    # nothing of a release artifact: repository, license, icon, publisher are all there
+    # as `make vsix` does: vsce runs vscode:prepublish (tsc, the repository's CHANGELOG.md copied in) and asks
+    # nothing of a release artifact (repository, license, icon, publisher are there); it names README and
+    # CHANGELOG in lower case
     vsix = EXT / "tandem.vsix"
     vsix.unlink(missing_ok=True)
     npm("run", "package")
