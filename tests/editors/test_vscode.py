@@ -115,8 +115,9 @@ def test_in_a_real_vscode(tmp_path):
     them puts no document in the server; a scroll that leaves the cursor off the screen reaches the server as the
     place to fill. The user's config.toml (the server's XDG_CONFIG_HOME) chooses the backend, a real llama-server
     with the default target, and maxTokensSingleLine: in effect, from that file; the same setting then set in VS
-    Code wins, from the editor. Last, a block after an opener in fixtures/demo/orders.py: the screenshot shows it
-    (docs/vscode-ghost-text.png is one)."""
+    Code wins, from the editor. Then a block after an opener in fixtures/demo/orders.py: the screenshot shows it
+    (docs/vscode-ghost-text.png is one). Last, Show Health opens the server's report, and Pull Models runs the
+    server the extension found (the models are there: it checks them and ends)."""
     tools = subprocess.run(["bash", str(ROOT / "scripts" / "install-editors.sh")], capture_output=True,
                            text=True, timeout=1200)
     assert tools.returncode == 0, tools.stderr[-3000:]
@@ -154,5 +155,7 @@ def test_in_a_real_vscode(tmp_path):
     assert out["from_editor"] == {"backend": {"value": backend.url, "origin": str(config)},
                                   "maxTokensSingleLine": {"value": out["editor_value"], "origin": "editor"}}, out
     assert len(out["block"]) >= 3, out   # the screenshot shows a block
+    assert out["health"] and any("tandem" in line.lower() for line in out["health"]), out   # Show Health
+    assert out["pulled"], out   # Pull Models ran the resolved server's `models pull` as a task, and it ended well
     assert shot.stat().st_size > 10_000   # the screenshot is the test's artifact
     print(f"screenshot: {shot}")

@@ -286,6 +286,29 @@ async function main() {
     out.from_editor = { backend: await statsSetting(page, "backend"),
                         maxTokensSingleLine: await statsSetting(page, "maxTokensSingleLine") };
     note(`with the user's VS Code setting: ${JSON.stringify(out.from_editor)}`);
+    // the health report (tandem/health) in a read-only document
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("F1");
+    await page.keyboard.type("Tandem: Show Health", { delay: 20 });
+    await page.keyboard.press("Enter");
+    try {
+      await page.waitForFunction(() => [...document.querySelectorAll(".tab")].some((t) => /health\.txt/.test(t.textContent || "")),
+                                 null, { timeout: 30000 });
+      await new Promise((r) => setTimeout(r, 1000));
+      out.health = (await page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els.map((e) => e.textContent)))
+        .map((l) => l.replace(/\u00a0/g, " ")).filter((l) => l.trim());
+    } catch {
+      out.health = null;
+      out.toasts = await page.$$eval(".notifications-toasts .notification-toast", (els) => els.map((e) => (e.textContent || "").trim()));
+    }
+    note(`health: ${out.health ? out.health.length + " lines" : "no document"}`);
+    // Pull Models runs the server the extension found (`models pull`); the models are there, so it only checks them
+    await page.keyboard.press("F1");
+    await page.keyboard.type("Tandem: Pull Models", { delay: 20 });
+    await page.keyboard.press("Enter");
+    out.pulled = await page.waitForSelector(".notifications-toasts .notification-toast >> text=/default models are in place/",
+                                            { timeout: 180000 }).then(() => true, () => false);
+    note(`pull models: ${out.pulled}`);
   } finally {
     await browser.close();
     server.kill();
