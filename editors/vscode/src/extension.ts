@@ -20,7 +20,7 @@ let SETTINGS: string[] = [];
 const EXTENSION_ONLY = ["serverPath", "logLevel"];
 let DEFAULT_LANGUAGES: string[] = [];
 let attached: string[] = [];   // the languages the running client's selector holds
-let selector: vscode.DocumentFilter[] = [];
+let selector: { language: string; scheme: string }[] = [];
 
 let client: LanguageClient | undefined;
 let status: vscode.StatusBarItem;
