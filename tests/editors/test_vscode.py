@@ -138,6 +138,7 @@ def test_in_a_real_vscode(tmp_path):
                             str(shot)], cwd=EXT, capture_output=True, text=True, timeout=600, env=env)
     finally:
         backend.stop()
+    (tmp_path / "ui.log").write_text(r.stdout + r.stderr)   # kept with the screenshots: the whole story of a failure
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert r.returncode == 0 and out["ok"], (out, r.stderr[-3000:])
     assert out["ghost"].strip() and out["line"].strip().startswith("value, ok := s.items[")
