@@ -62,10 +62,26 @@ async function showStats(page) {
   await new Promise((r) => setTimeout(r, 1000));
 }
 
-// the ghost text shown, a line each: the first line's decoration, then the lines of the block below it
+// the ghost text shown, a line each as the screen shows it: the first line's decorations (one per colour), then
+// the block's lines below it, their text grouped by where it sits
 async function ghostLines(page) {
-  return page.$$eval(".part.editor .ghost-text-decoration, .part.editor .ghost-text", (els) =>
-    els.flatMap((e) => (e.innerText || e.textContent || "").split("\n")).filter((l) => l.trim()));
+  return page.$$eval(".part.editor .ghost-text-decoration, .part.editor .ghost-text", (els) => {
+    const rows = new Map();
+    for (const el of els.filter((e) => !els.some((o) => o !== e && o.contains(e)))) {
+      const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+        const range = document.createRange();
+        range.selectNodeContents(n);
+        const r = range.getBoundingClientRect();
+        if (!r.height) continue;
+        const top = Math.round(r.top);
+        rows.set(top, [...(rows.get(top) || []), { left: r.left, text: n.textContent.replace(/\u00a0/g, " ") }]);
+      }
+    }
+    return [...rows.entries()].sort((a, b) => a[0] - b[0])
+      .map(([, parts]) => parts.sort((a, b) => a.left - b.left).map((p) => p.text).join(""))
+      .filter((l) => l.trim());
+  });
 }
 
 async function main() {
@@ -280,6 +296,14 @@ async function main() {
       while (Date.now() - t0 < 15000 && (out.block = await ghostLines(page)).length < 3) {
         await new Promise((r) => setTimeout(r, 500));
       }
+    }
+    // the first answer is what was whole early; the rest of the block follows it (tandem/betterCompletion):
+    // the screenshot waits for the block to stop growing
+    for (let t0 = Date.now(), same = 0; out.block.length >= 3 && same < 4 && Date.now() - t0 < 45000; ) {
+      await new Promise((r) => setTimeout(r, 1000));
+      const now = await ghostLines(page);
+      same = now.join("\n") === out.block.join("\n") ? same + 1 : 0;
+      if (now.length >= out.block.length) out.block = now;
     }
     note(`block: ${out.block.length} lines`);
     await page.screenshot({ path: shot });
