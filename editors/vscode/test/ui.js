@@ -91,7 +91,7 @@ async function main() {
   // first a server path that is wrong (the message with its actions), fixed once the workbench is up
   const settingsFile = path.join(userData, "User", "settings.json");
   const userSettings = {
-    "tandem.serverPath": "/nonexistent/tandem", "tandem.timeBudgetMs": 30000,
+    "tandem.serverPath": "/nonexistent/tandem", "tandem.timeBudgetMs": 30000, "tandem.logLevel": "debug",
     "editor.inlineSuggest.enabled": true, "editor.quickSuggestions": { other: false, comments: false, strings: false },
     "workbench.startupEditor": "none", "security.workspace.trust.enabled": false, "telemetry.telemetryLevel": "off",
     "extensions.autoCheckUpdates": false, "update.mode": "none", "workbench.tips.enabled": false,
@@ -273,37 +273,36 @@ async function main() {
     out.editor_value = 32;
     const user = JSON.parse(fs.readFileSync(settingsFile, "utf8"));
     fs.writeFileSync(settingsFile, JSON.stringify({ ...user, "tandem.maxTokensSingleLine": out.editor_value }));
-    // a block: Enter after `return {`, as a user types it (VS Code indents the new line), its lines waited for;
-    // asked again from the command palette if none comes
+    // a block: Enter after `return {`, as a user types it (VS Code indents the new line), its lines waited for
+    // (the first answer is what was whole early; the rest follows it, tandem/betterCompletion); asked again from
+    // the command palette only if nothing comes
     await page.keyboard.press("Escape");
     await page.click(".explorer-folders-view .monaco-list-row >> text=orders.py", { timeout: 30000 });
     await page.waitForFunction(() => [...document.querySelectorAll(".tab")].some((t) => /orders\.py/.test(t.textContent || "")),
                                null, { timeout: 30000 });
     await page.click(editor);
     await page.keyboard.press("Control+G");
+    await page.waitForSelector(".quick-input-widget", { state: "visible", timeout: 10000 });
     await page.keyboard.type(String(opener + 1), { delay: 20 });
     await page.keyboard.press("Enter");
+    await page.waitForSelector(".quick-input-widget", { state: "hidden", timeout: 10000 });
     await page.keyboard.press("End");
+    await new Promise((r) => setTimeout(r, 300));
     await page.keyboard.press("Enter");
     out.block = [];
-    for (let i = 0; i < 6 && out.block.length < 3; i++) {
-      if (i > 0) {
+    // the block waited for until it stops growing (4 s the same, at least 3 lines), 60 s at most
+    for (let t0 = Date.now(), same = 0, asked = false; Date.now() - t0 < 60000; ) {
+      await new Promise((r) => setTimeout(r, 1000));
+      const now = await ghostLines(page);
+      same = now.length && now.join("\n") === out.block.join("\n") ? same + 1 : 0;
+      out.block = now;
+      if (same >= 4 && now.length >= 3) break;
+      if (!asked && !now.length && Date.now() - t0 > 20000) {
+        asked = true;
         await page.keyboard.press("F1");
         await page.keyboard.type("Trigger Inline Suggestion", { delay: 20 });
         await page.keyboard.press("Enter");
       }
-      const t0 = Date.now();
-      while (Date.now() - t0 < 15000 && (out.block = await ghostLines(page)).length < 3) {
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    }
-    // the first answer is what was whole early; the rest of the block follows it (tandem/betterCompletion):
-    // the screenshot waits for the block to stop growing
-    for (let t0 = Date.now(), same = 0; out.block.length >= 3 && same < 4 && Date.now() - t0 < 45000; ) {
-      await new Promise((r) => setTimeout(r, 1000));
-      const now = await ghostLines(page);
-      same = now.join("\n") === out.block.join("\n") ? same + 1 : 0;
-      if (now.length >= out.block.length) out.block = now;
     }
     note(`block: ${out.block.length} lines`);
     await page.screenshot({ path: shot });
@@ -326,7 +325,7 @@ async function main() {
         .map((l) => l.replace(/\u00a0/g, " ")).filter((l) => l.trim());
     } catch {
       out.health = null;
-      out.toasts = await page.$$eval(".notifications-toasts .notification-toast", (els) => els.map((e) => (e.textContent || "").trim()));
+      out.toasts = await page.$$eval(".notifications-toasts .notification-list-item-message", (els) => els.map((e) => (e.textContent || "").trim()));
     }
     note(`health: ${out.health ? out.health.length + " lines" : "no document"}`);
     // Pull Models runs the server the extension found (`models pull`); the models are there, so it only checks them
@@ -336,6 +335,13 @@ async function main() {
     out.pulled = await page.waitForSelector(".notifications-toasts .notification-toast >> text=/default models are in place/",
                                             { timeout: 180000 }).then(() => true, () => false);
     note(`pull models: ${out.pulled}`);
+    // tandem.logLevel "debug" reached the server as TANDEM_LOG: its log has the scheduler's decisions
+    const logs = path.join(userData, "logs");
+    const channel = fs.readdirSync(logs).map((d) => path.join(logs, d, "exthost1", "tandem-lsp.tandem", "Tandem.log"))
+      .filter((f) => fs.existsSync(f));
+    out.debug_lines = channel.map((f) => fs.readFileSync(f, "utf8")).join("\n").split("\n")
+      .filter((l) => /tandem:\s+\d+ ms answered/.test(l)).length;
+    note(`debug lines in the log: ${out.debug_lines}`);
   } finally {
     await browser.close();
     server.kill();
