@@ -84,6 +84,34 @@ async function ghostLines(page) {
   });
 }
 
+// a user setting typed into VS Code's settings editor (Ctrl+,), found by its id; the editor closed again
+async function setSetting(page, key, value, shot) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+Comma");
+  const search = ".settings-editor .settings-header .suggest-input-container textarea, .settings-editor .settings-header input";
+  await page.waitForSelector(search, { timeout: 30000 });
+  await page.click(search);
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type(`@id:tandem.${key}`, { delay: 10 });
+  const input = ".settings-editor .setting-item .monaco-inputbox input";
+  try {
+    await page.waitForFunction((k) => [...document.querySelectorAll(".settings-editor .setting-item")]
+      .some((e) => (e.textContent || "").includes(k)), key.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/^./, (c) => c.toUpperCase()),
+      { timeout: 15000 });
+    await page.waitForSelector(input, { timeout: 15000 });
+  } catch (e) {
+    await page.screenshot({ path: shot.replace(/\.png$/, `-setting-${key}.png`) });
+    throw e;
+  }
+  await page.fill(input, String(value));
+  await page.keyboard.press("Enter");
+  await new Promise((r) => setTimeout(r, 1000));
+  for (let i = 0; i < 3 && await page.$(".settings-editor"); i++) {
+    await page.keyboard.press(i < 2 ? "Escape" : "Control+W");
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 async function main() {
   const userData = path.join(work, "user-data"), exts = path.join(work, "extensions"), ws = path.join(work, "ws");
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
@@ -268,11 +296,14 @@ async function main() {
     await new Promise((r) => setTimeout(r, 1000));
     out.views = await statsCounter(page, "views");
     note(`screens read away from the cursor: ${out.views}`);
-    // the same setting in VS Code's user settings: the editor's value wins (the file written as a user would,
-    // VS Code reads it again and the extension sends what the user set)
+    // the same setting in VS Code's user settings: the editor's value wins; and for the block below, its whole
+    // generation at once (no early answer, no short prompt first)
     out.editor_value = 32;
-    const user = JSON.parse(fs.readFileSync(settingsFile, "utf8"));
-    fs.writeFileSync(settingsFile, JSON.stringify({ ...user, "tandem.maxTokensSingleLine": out.editor_value }));
+    await setSetting(page, "maxTokensSingleLine", out.editor_value, shot);
+    await setSetting(page, "earlyAnswerMs", 0, shot);
+    await setSetting(page, "promptBudgetMs", -1, shot);
+    out.user_settings = JSON.parse(fs.readFileSync(settingsFile, "utf8"));
+    note(`user settings: ${JSON.stringify(out.user_settings)}`);
     // a block: Enter after `return {`, as a user types it (VS Code indents the new line), its lines waited for
     // (the first answer is what was whole early; the rest follows it, tandem/betterCompletion); asked again from
     // the command palette only if nothing comes
