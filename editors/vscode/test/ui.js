@@ -88,9 +88,9 @@ async function ghostLines(page) {
 async function setSetting(page, key, value, shot) {
   await page.keyboard.press("Escape");
   await page.keyboard.press("Control+Comma");
-  const search = ".settings-editor .settings-header .suggest-input-container textarea, .settings-editor .settings-header input";
-  await page.waitForSelector(search, { timeout: 30000 });
-  await page.click(search);
+  // the search box has the focus when the settings editor opens
+  await page.waitForSelector(".settings-editor .settings-header", { timeout: 30000 });
+  await new Promise((r) => setTimeout(r, 500));
   await page.keyboard.press("Control+A");
   await page.keyboard.type(`@id:tandem.${key}`, { delay: 10 });
   const input = ".settings-editor .setting-item .monaco-inputbox input";
