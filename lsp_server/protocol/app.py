@@ -21,7 +21,10 @@ def serve(tcp_port: int | None = None, host: str = "127.0.0.1") -> None:
     level = getattr(logging, os.environ.get("TANDEM_LOG", "info").upper(), logging.INFO)
     fmt = "tandem: %(relativeCreated)9.0f ms %(message)s" if level <= logging.DEBUG else "tandem: %(message)s"
     logging.basicConfig(stream=sys.stderr, level=level, format=fmt)
-    logging.getLogger("pygls").setLevel(logging.WARNING)   # it logs every message at INFO
+    # pygls logs every message at INFO, and httpx/httpcore every byte of the remote engine's traffic at DEBUG:
+    # TANDEM_LOG=debug is for Tandem's own decisions
+    for name in ("pygls", "httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     server = build_server()
     try:
         if tcp_port is not None:
