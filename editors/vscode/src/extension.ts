@@ -4,15 +4,15 @@
 // the server where the cursor went (`tandem/didMoveCursor`) so it fills the KV cache there before the first key,
 // and what it shows after a scroll (`tandem/visibleRanges`), where the user reads;
 // where the server has a better suggestion than the one shown (`tandem/betterCompletion`), it asks again.
-import * as fs from "fs";
 import * as os from "os";
-import * as path from "path";
 import * as vscode from "vscode";
 import {
   DidChangeConfigurationNotification, LanguageClient, LanguageClientOptions, MessageType, ServerOptions,
   ShowMessageNotification, ShowMessageParams, State,
 } from "vscode-languageclient/node";
+import { findServer } from "./server-path";
 import { defaultLanguages, selectorLanguages, userSettings } from "./settings";
+import { Whereabouts } from "./whereabouts";
 
 // the server's settings: every `tandem.*` setting package.json declares (their defaults are the server's own,
 // tests/editors/test_editor_settings.py), less the extension's own; a change of one of those restarts the server
@@ -42,60 +42,9 @@ const STATS_EVERY_MS = 2000;
 let statsTimer: NodeJS.Timeout | undefined;
 let statsAt = 0;
 let lastStats: Stats | undefined;
-
-// a move with no edit in it (a click, a jump, a file switch), reported once the cursor has rested this long;
-// moves that come with an edit need no report: the server sees the edit
-const CURSOR_REST_MS = 150;
-let cursorTimer: NodeJS.Timeout | undefined;
-const versions = new Map<string, number>();
-
-function reportCursor(editor: vscode.TextEditor | undefined, afterSwitch: boolean): void {
-  if (!editor || !client || client.state !== State.Running) return;
-  const doc = editor.document;
-  if (!vscode.languages.match(selector, doc)) return;   // a document the server was never sent
-  const uri = doc.uri.toString();
-  const edited = versions.get(uri) !== undefined && versions.get(uri) !== doc.version;
-  versions.set(uri, doc.version);
-  if (edited && !afterSwitch) return;
-  if (cursorTimer) clearTimeout(cursorTimer);
-  cursorTimer = setTimeout(() => {
-    const pos = editor.selection.active;
-    // LSP positions are UTF-16 offsets, as VS Code's are
-    void client?.sendNotification("tandem/didMoveCursor", {
-      uri, position: { line: pos.line, character: pos.character } });
-  }, CURSOR_REST_MS);
-}
-
-// what the editor shows after a scroll (tandem/visibleRanges): where the cursor is not in it, the user reads
-// elsewhere and the server fills the pages there, so that a click in them is answered from their cached state;
-// only the active editor's, once the scrolling rests
-const VIEW_REST_MS = 300;
-let viewTimer: NodeJS.Timeout | undefined;
-
-function reportView(editor: vscode.TextEditor): void {
-  if (!client || client.state !== State.Running || editor !== vscode.window.activeTextEditor) return;
-  const doc = editor.document;
-  if (!vscode.languages.match(selector, doc)) return;   // a document the server was never sent
-  if (viewTimer) clearTimeout(viewTimer);
-  viewTimer = setTimeout(() => {
-    if (editor !== vscode.window.activeTextEditor) return;
-    const at = (p: vscode.Position) => ({ line: p.line, character: p.character });
-    void client?.sendNotification("tandem/visibleRanges", {
-      uri: doc.uri.toString(), ranges: editor.visibleRanges.map((r) => ({ start: at(r.start), end: at(r.end) })) });
-  }, VIEW_REST_MS);
-}
-
-// the server has a better suggestion where one was shown (tandem/betterCompletion: the whole page's answer, where
-// a short prompt's was shown): ask again while the document, its version and the cursor are as the server saw
-// them; its cache answers
-function onBetter(p: { uri: string; version: number; position: { line: number; character: number } }): void {
-  const editor = vscode.window.activeTextEditor;
-  if (!editor || Date.now() < snoozedUntil) return;
-  const doc = editor.document, pos = editor.selection.active;
-  if (doc.uri.toString() !== p.uri || doc.version !== p.version || !editor.selection.isEmpty ||
-      pos.line !== p.position?.line || pos.character !== p.position?.character) return;
-  void vscode.commands.executeCommand("editor.action.inlineSuggest.trigger");
-}
+// where the user is (cursor, view) told to the server, and its offers of better suggestions taken up
+const whereabouts = new Whereabouts({
+  client: () => client, selector: () => selector, snoozed: () => Date.now() < snoozedUntil });
 
 // what the user set, and nothing else: the server replaces its editor layer with this object each time, so a
 // setting removed here falls back to the user's config.toml, the workspace's tandem.toml or the default
@@ -195,25 +144,6 @@ async function refresh(): Promise<void> {
   }
 }
 
-function executable(file: string): boolean {
-  try { fs.accessSync(file, fs.constants.X_OK); return fs.statSync(file).isFile(); } catch { return false; }
-}
-
-// The server: the setting (a path, or a command looked up on PATH), else a `tandem` in the workspace's
-// virtual environment, ~/.local/bin (pipx, uv tool) or on PATH. A VS Code started from a desktop often has a
-// PATH without the user's shell additions, so the usual places are looked at too.
-export function findServer(setting: string, folders: string[], envPath: string, home: string): string | undefined {
-  const bin = process.platform === "win32" ? "tandem.exe" : "tandem";
-  const onPath = (name: string) => envPath.split(path.delimiter).filter(Boolean)
-    .map((d) => path.join(d, name)).find(executable);
-  if (setting && setting !== "tandem") {
-    if (setting.includes("/") || setting.includes("\\")) return executable(setting) ? setting : undefined;
-    return onPath(setting);
-  }
-  const places = [...folders.map((f) => path.join(f, ".venv", "bin", bin)), path.join(home, ".local", "bin", bin)];
-  return places.find(executable) ?? onPath(bin);
-}
-
 // the `tandem` command as the extension runs it, or why there is none
 function server(): { command?: string; why?: string } {
   const setting = vscode.workspace.getConfiguration("tandem").get<string>("serverPath") || "tandem";
@@ -261,7 +191,7 @@ async function start(): Promise<void> {
     startError = undefined;
     // the server says when its state changes (loading, ready, error, on/off): shown at once, not at the next poll
     client.onNotification("tandem/status", onStatus);
-    client.onNotification("tandem/betterCompletion", onBetter);
+    client.onNotification("tandem/betterCompletion", (p) => whereabouts.better(p));
     // the server's messages as the client shows them, but one that says to pull the models gets the command
     // that runs here and the button that does it
     const running = command;
@@ -508,21 +438,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   );
   await start();
   context.subscriptions.push(
-    vscode.window.onDidChangeTextEditorSelection((e) => reportCursor(e.textEditor, false)),
-    vscode.window.onDidChangeTextEditorVisibleRanges((e) => reportView(e.textEditor)),
-    vscode.window.onDidChangeActiveTextEditor((e) => reportCursor(e, true)),
-    vscode.workspace.onDidCloseTextDocument((d) => versions.delete(d.uri.toString())),
+    vscode.window.onDidChangeTextEditorSelection((e) => whereabouts.cursor(e.textEditor, false)),
+    vscode.window.onDidChangeTextEditorVisibleRanges((e) => whereabouts.view(e.textEditor)),
+    vscode.window.onDidChangeActiveTextEditor((e) => whereabouts.cursor(e, true)),
+    vscode.workspace.onDidCloseTextDocument((d) => whereabouts.forget(d.uri.toString())),
+    whereabouts,
   );
-  reportCursor(vscode.window.activeTextEditor, true);
-  context.subscriptions.push({ dispose: () => {
-    if (statsTimer) clearTimeout(statsTimer);
-    if (viewTimer) clearTimeout(viewTimer);
-  } });
+  whereabouts.cursor(vscode.window.activeTextEditor, true);
+  context.subscriptions.push({ dispose: () => { if (statsTimer) clearTimeout(statsTimer); } });
   await refresh();
 }
 
 export async function deactivate(): Promise<void> {
   if (statsTimer) clearTimeout(statsTimer);
-  if (cursorTimer) clearTimeout(cursorTimer);
+  whereabouts.dispose();
   await stop();
 }
