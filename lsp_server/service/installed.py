@@ -28,9 +28,12 @@ def _home(var: str, default: str) -> Path:
     return Path(os.environ.get(var) or Path.home() / default)
 
 
+# an extension's folder is <publisher>.<name>-<version> (editors/vscode/package.json)
+EXTENSION_ID = "tandem-lsp.tandem"
+
+
 def _vscode_like(folder: Path) -> tuple[bool, str]:
-    # an extension's folder is <publisher>.<name>-<version>
-    return any(folder.glob("tandem.tandem-*")), str(folder)
+    return any(folder.glob(f"{EXTENSION_ID}-*")), str(folder)
 
 
 def _neovim() -> tuple[bool, str]:
