@@ -4,7 +4,6 @@ editors found, every setting in effect with where it came from, and the problems
 loads no model (a model file is hashed once, then known by its size and time), starts no engine."""
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -25,13 +24,6 @@ class Problem:
     what: str
     fix: str
     blocks: bool    # completion cannot work until it is fixed
-
-
-def version(fallback: str) -> str:
-    try:
-        return importlib.metadata.version("tandem-lsp")
-    except importlib.metadata.PackageNotFoundError:   # run from a source tree that was never installed
-        return fallback
 
 
 def _gpu(build: LlamaBuild, mode: GpuMode) -> str:
@@ -89,8 +81,9 @@ def _engine(layers: Layers) -> dict:
             "pid": info.get("pid") if info else None}
 
 
-def report(layers: Layers, fallback_version: str = "unknown") -> dict:
-    """The report as data (`--json`, and `tandem/health` beside its text)."""
+def report(layers: Layers, version: str) -> dict:
+    """The report as data (`--json`, and `tandem/health` beside its text); `version` is the package's
+    (`lsp_server.__version__`, which pyproject reads too)."""
     problems = [Problem(p, "fix the file (or the editor's setting) it names; the layers below it apply meanwhile",
                         True) for p in layers.problems()]
     problems += [Problem(n, "set them in your own config.toml or the editor's settings", False) for n in layers.notes]
@@ -108,7 +101,7 @@ def report(layers: Layers, fallback_version: str = "unknown") -> dict:
     files = [user_config()] + ([workspace_config(layers.workspace_root)] if layers.workspace_root else [])
     used = {layer.origin for layer in layers.files}
     return {
-        "version": version(fallback_version),
+        "version": version,
         "python": {"version": sys.version.split()[0], "executable": sys.executable},
         "llama_cpp": {"version": build.version, "cpu_features": list(build.cpu_features),
                       "gpu_offload": build.gpu_offload, "gpu_backend": build.gpu_backend,
