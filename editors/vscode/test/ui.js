@@ -251,12 +251,7 @@ async function main() {
     out.ok = out.ok && Object.values(out.menu).every(Boolean);
     await page.click(editor);
     // the server's statistics, as the extension's command shows them (a JSON document): find the counter
-    await page.keyboard.press("F1");
-    await page.keyboard.type("Tandem: Show Statistics", { delay: 20 });
-    await page.keyboard.press("Enter");
-    await page.waitForFunction(() => [...document.querySelectorAll(".tab")].some((t) => /statistics\.json/.test(t.textContent || "")),
-                               null, { timeout: 30000 });
-    await new Promise((r) => setTimeout(r, 500));
+    await showStats(page);
     out.cursor_moves = await statsCounter(page, "cursor_moves");
     note(`cursor moves reported: ${out.cursor_moves}`);
     out.ok = out.ok && out.cursor_moves > 0;
