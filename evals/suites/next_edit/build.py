@@ -59,15 +59,17 @@ class Project:
     none: int = 14   # no-edit cases drawn
 
 
-# Two projects per language, one in each half (half_of(name)): tune gets marshmallow, redux, gin, serde_json,
-# gson; confirm gets attrs, zod, chi, log, javapoet. Not the held-out projects of issue 52 (requests, rxjs,
-# cobra, click, anyhow, @trpc/server).
+# Two projects per language, one in each half (half_of(name)), and reselect to make up redux's short history:
+# tune gets marshmallow, redux, reselect, gin, serde_json, gson; confirm gets attrs, zod, chi, log, javapoet.
+# Not the held-out projects of issue 52 (requests, rxjs, cobra, click, anyhow, @trpc/server).
 PROJECTS: tuple[Project, ...] = (
     Project("attrs", "python-attrs/attrs", "c1dc5dcba16ed827aa6dcad896b41a3afedb4e32", "python", "MIT", (".py",)),
     Project("marshmallow", "marshmallow-code/marshmallow", "341b927f219205704728c05cd61f04d7e9727523", "python",
             "MIT", (".py",)),
     Project("zod", "colinhacks/zod", "e516c3baf22615e20934116abebfed6c000222c2", "typescript", "MIT", (".ts",)),
     Project("redux", "reduxjs/redux", "3084fc33bb23ab4cab4796172eafe342da4e73d9", "typescript", "MIT", (".ts",)),
+    Project("reselect", "reduxjs/reselect", "93bb49091fc5e0e0569c745a7240df433548f386", "typescript", "MIT",
+            (".ts",), edits=7, none=0),
     Project("chi", "go-chi/chi", "735ae2b87f8c733d616e809ae86e0985c1bc3350", "go", "MIT", (".go",)),
     Project("gin", "gin-gonic/gin", "dcaa4296d111981ffb31ac3eba90bb63e1eb5ab9", "go", "MIT", (".go",)),
     Project("serde_json", "serde-rs/json", "827a315bf2198558f0325b07bcc1e2cd973aba2f", "rust", "MIT OR Apache-2.0",
@@ -79,8 +81,8 @@ PROJECTS: tuple[Project, ...] = (
             (".java",)),
 )
 
-SKIP_DIRS = {"test", "tests", "__tests__", "testing", "testdata", "test-d", "typetests", "examples", "example", "_examples", "_example",
-             "docs", "doc", "vendor", "third_party", "benches", "bench", "benchmarks", "fixtures", "scripts",
+SKIP_DIRS = {"test", "tests", "__tests__", "testing", "testdata", "test-d", "typetests", "examples", "example",
+             "_examples", "_example", "docs", "doc", "vendor", "third_party", "benches", "bench", "benchmarks", "fixtures", "scripts",
              "deno", "dist", "build", "node_modules", "website", "changelog.d", "playground", "play"}
 SKIP_NAME = re.compile(r"(^test_|_test\.(py|go)$|\.(test|spec|bench)\.tsx?$|\.d\.ts$|Test\.java$|^Test.*\.java$|"
                        r"_gen\.|\.pb\.|generated|^conftest\.py$|^setup\.py$|^noxfile\.py$)", re.I)
