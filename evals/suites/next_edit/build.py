@@ -85,7 +85,7 @@ SKIP_DIRS = {"test", "tests", "__tests__", "testing", "testdata", "test-d", "typ
              "_examples", "_example", "docs", "doc", "vendor", "third_party", "benches", "bench", "benchmarks", "fixtures", "scripts",
              "deno", "dist", "build", "node_modules", "website", "changelog.d", "playground", "play"}
 SKIP_NAME = re.compile(r"(^test_|_test\.(py|go)$|\.(test|spec|bench)\.tsx?$|\.d\.ts$|Test\.java$|^Test.*\.java$|"
-                       r"_gen\.|\.pb\.|generated|^conftest\.py$|^setup\.py$|^noxfile\.py$)", re.I)
+                       r"_gen\.|\.pb\.|generated|^conftest\.py$|^setup\.py$|^noxfile\.py$)", re.IGNORECASE)
 
 
 def wanted(path: str, exts: tuple[str, ...]) -> bool:
@@ -120,7 +120,7 @@ def file_changes(mirror: Path, project: Project):
         if len(ids) != 2:
             continue
         commit, parent = ids
-        for fdiff in re.split(r"^diff --git ", body, flags=re.M)[1:]:
+        for fdiff in re.split(r"^diff --git ", body, flags=re.MULTILINE)[1:]:
             lines = fdiff.split("\n")
             path = None
             hunks: list[Hunk] = []
