@@ -4,6 +4,7 @@ gives the oracle full marks, no prediction none, and counts location, precision 
 No model."""
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -105,3 +106,17 @@ def test_builder_pieces():
     assert wanted("src/attr/_make.py", (".py",)) and not wanted("tests/test_make.py", (".py",))
     assert not wanted("src/types.test.ts", (".ts",)) and not wanted("deno/lib/types.ts", (".ts",))
     assert not wanted("gson/src/test/java/Foo.java", (".java",)) and not wanted("tree_test.go", (".go",))
+
+
+def test_score_command(tmp_path, capsys, cases):
+    from evals.suites.next_edit.score import main
+    some = [c for c in cases if c["half"] == "tune"][:3]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"id": c["id"], "proposal": oracle(c)}) + "\n" for c in some))
+    main([str(path), "--half", "tune"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["cases", "exact", "located", "proposed_on_edit", "precision", "no_edit_rate"]
+    assert out[1].split()[:2] == ["all", str(sum(c["half"] == "tune" for c in cases))]
+    main(["--baseline", "none"])
+    assert capsys.readouterr().out.splitlines()[1].split() == ["all", str(len(cases)), "0.0", "0.0", "0.0", "-",
+                                                               "1.0"]

@@ -97,3 +97,44 @@ def oracle(case: dict) -> dict | None:
     """The right answer as a proposal (the scorer's check on itself)."""
     exp = case["expected"]
     return None if exp is None else {k: exp[k] for k in ("start_line", "end_line", "text")}
+
+
+def table(figures: dict) -> str:
+    cols = ("cases", "exact", "located", "proposed_on_edit", "precision", "no_edit_rate")
+    out = [f"{'':12}" + "".join(f"{c:>17}" for c in cols)]
+    for key, row in figures.items():
+        out.append(f"{key:12}" + "".join(f"{'-' if row[c] is None else row[c]:>17}" for c in cols))
+    return "\n".join(out)
+
+
+def main(argv=None) -> None:
+    """Score a file of proposals, one JSON object a line, `{"id": ..., "proposal": null | {start_line, end_line,
+    text}}` (a case without a line: nothing proposed), or a baseline: `--baseline none` (no prediction) or
+    `oracle` (the scorer's check)."""
+    import argparse
+    import json
+
+    from evals.suites.next_edit import DEFAULT_CASES, load_cases
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("proposals", nargs="?", help="JSONL of {id, proposal}")
+    ap.add_argument("--baseline", choices=("none", "oracle"))
+    ap.add_argument("--cases", default=DEFAULT_CASES)
+    ap.add_argument("--half", default="all", choices=("tune", "confirm", "all"))
+    args = ap.parse_args(argv)
+    cases = load_cases(args.cases, args.half)
+    if args.baseline == "none":
+        proposals = [None] * len(cases)
+    elif args.baseline == "oracle":
+        proposals = [oracle(c) for c in cases]
+    elif args.proposals:
+        with open(args.proposals, encoding="utf-8") as f:
+            given = {row["id"]: row.get("proposal") for row in map(json.loads, filter(str.strip, f))}
+        proposals = [given.get(c["id"]) for c in cases]
+    else:
+        ap.error("give a file of proposals or --baseline")
+    print(table(score(cases, proposals)))
+
+
+if __name__ == "__main__":
+    main()
