@@ -348,7 +348,8 @@ def main(argv=None) -> None:
             sys.exit(f"no mirror of {p.repo} at {m}")
         cases.extend(build_project(m, p))
     cases.sort(key=lambda c: c["id"])
-    with gzip.GzipFile(args.out, "wb", mtime=0) as f:
+    # no name nor time in the gzip header: the same cases give the same bytes, wherever written
+    with open(args.out, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
         for c in cases:
             f.write((json.dumps(c, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
     print(summary(cases))
