@@ -158,6 +158,13 @@ def test_rewrite_speculation_equals_plain_greedy(engine, cpu_verification):
     tot = lambda gs: sum(len(g.tokens) for g in gs) / sum(g.gen_s for g in gs)
     print(f"all: plain {tot([r[2] for r in rows]):.1f} tok/s, without rewrite {tot([r[3] for r in rows]):.1f}, "
           f"with rewrite {tot([r[4] for r in rows]):.1f}; divergences {divergences}")
+    # what the verify batches really cost here (the load of other work on the machine moves it)
+    seen: dict[int, list[float]] = {}
+    for g in [g for r in rows for g in r[2:]]:
+        for n, ts in g.verify_s.items():
+            seen.setdefault(n, []).extend(ts)
+    print("verify batch of n: mean ms (batches): " + ", ".join(
+        f"{n}: {1000 * sum(ts) / len(ts):.0f} ({len(ts)})" for n, ts in sorted(seen.items())))
     assert rewrite_drafted > 0, "the rewrite drafter never drafted, so this test compared nothing"
     for old, name, i, gap in divergences:
         assert gap is not None and gap < NEAR_TIE, f"{old} ({name}): diverged at token {i} with top-2 gap {gap}"
