@@ -27,7 +27,8 @@ class DraftResidency(StrEnum):
     ALWAYS = "always"    # it stays: benchmarks that compare a fixed draft
 
 
-DRAFTERS = ("ngram", "template", "model")
+# "rewrite" drafts only for requests that rewrite a region (a next edit: GenerationRequest.rewrite_source)
+DRAFTERS = ("ngram", "template", "model", "rewrite")
 
 # the shared engine process exits after this long without a window; long enough that closing the last window
 # and opening another does not load the models again

@@ -15,7 +15,7 @@ from .cancel import Cancelled
 from .config import DRAFTERS, DraftResidency, EngineConfig
 from .controller import BEST_MODEL_ACCEPTANCE, Controller
 from .costs import calibrate, calibration_key
-from .drafters import ModelDrafter, NgramDrafter, TemplateDrafter
+from .drafters import ModelDrafter, NgramDrafter, RewriteDrafter, TemplateDrafter
 from .gguf import ModelFileError
 from .kvstore import KVStore
 from .llama import LlamaModel
@@ -89,6 +89,7 @@ class LocalEngine:
         self.controller = Controller(self.costs, self.stats, cfg.draft_min, cfg.draft_max)
         self.ngram = NgramDrafter() if "ngram" in cfg.drafters else None
         self.template = TemplateDrafter(self.target.tokenize) if "template" in cfg.drafters else None
+        self.rewrite = RewriteDrafter() if "rewrite" in cfg.drafters else None
         self._draft_path = self.draft.path if self.draft is not None else None
         self._draft_checked = 0.0
         if self.draft is not None:
@@ -274,7 +275,7 @@ class LocalEngine:
             req.speculative = False
         with self.lock:
             gen = generate(self.target, self.controller, req, cancel, self.ngram, self.model_drafter,
-                           self.template)
+                           self.template, self.rewrite)
         self._observe_prompt(gen.prompt_computed, gen.prompt_s)
         self.maybe_reload_draft()
         return gen

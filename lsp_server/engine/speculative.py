@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Callable, Protocol
 
 from .controller import Controller, Plan
-from .drafters import Draft, ModelDrafter, NgramDrafter, TemplateDrafter
+from .drafters import Draft, ModelDrafter, NgramDrafter, RewriteDrafter, TemplateDrafter
 from .cancel import Cancelled
 from .llama import ContextFullError, LlamaModel, top2
 
@@ -66,6 +66,9 @@ class GenerationRequest:
     goes_on: Callable[[str], bool] | None = None
     keep: int = 0                  # the prompt's first tokens worth a place in the KV store (a page's text)
     observer: StepObserver | None = None
+    # the tokens of the region this generation rewrites (a next edit), which its output mostly copies: the
+    # rewrite drafter proposes them from where the output stands in them; None for a completion
+    rewrite_source: list[int] | None = None
 
 
 @dataclass
@@ -170,7 +173,7 @@ CONFIDENT = 6.0
 
 def generate(target: LlamaModel, controller: Controller, req: GenerationRequest, cancel=None,
              ngram: NgramDrafter | None = None, model_drafter: ModelDrafter | None = None,
-             template: TemplateDrafter | None = None) -> Generation:
+             template: TemplateDrafter | None = None, rewrite: RewriteDrafter | None = None) -> Generation:
     need = len(req.tokens) + req.max_tokens + controller.draft_max + 1
     if need > target.n_ctx:
         raise ContextFullError(f"prompt of {len(req.tokens)} tokens + {req.max_tokens} to generate "
@@ -198,6 +201,12 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         ngram = None
     if ngram:
         ngram.start(req.tokens)
+    # a completion has no source to copy: the rewrite drafter only runs for a rewrite request
+    if not (speculate and rewrite and req.rewrite_source
+            and controller.may_pay(lang, rewrite.name, rewrite.buckets)):
+        rewrite = None
+    if rewrite:
+        rewrite.start(req.rewrite_source)
     fixed = req.fixed_model_draft if model_drafter is not None else 0
     use_model = speculate and model_drafter is not None and (fixed > 0 or controller.model_can_pay())
 
@@ -220,9 +229,11 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
             break
         if ngram:
             ngram.extend([tok])
+        if rewrite:
+            rewrite.extend([tok])
 
         draft, plan = (_choose_draft(controller, req, out, last_gap, ngram, template,
-                                     model_drafter if use_model else None, fixed, cancel)
+                                     model_drafter if use_model else None, fixed, cancel, rewrite)
                        if speculate else (None, None))
         n = plan.n_verify if plan else 0
         drafted = draft.tokens[:n] if n else []
@@ -255,6 +266,8 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
                 break
             if ngram:
                 ngram.extend([drafted[i]])
+            if rewrite:
+                rewrite.extend([drafted[i]])
         if reason:
             break
         if req.on_text is not None:
@@ -275,7 +288,8 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
 
 def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, last_gap: float,
                   ngram: NgramDrafter | None, template: TemplateDrafter | None,
-                  model_drafter: ModelDrafter | None, fixed: int, cancel) -> tuple[Draft | None, Plan | None]:
+                  model_drafter: ModelDrafter | None, fixed: int, cancel,
+                  rewrite: RewriteDrafter | None = None) -> tuple[Draft | None, Plan | None]:
     """The draft to verify and the plan for it: how many of its tokens (None: plain decoding this step)."""
     max_len = min(controller.draft_max, req.max_tokens - len(out.tokens))
     if max_len <= 0:
@@ -289,7 +303,8 @@ def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, 
     best_rate = controller.plain_rate()
     if template and not controller.may_pay(lang, template.name, template.buckets):
         template = None
-    for cand in (ngram.propose(max_len) if ngram else None,
+    for cand in (rewrite.propose(max_len) if rewrite else None,
+                 ngram.propose(max_len) if ngram else None,
                  template.propose(req.left_text + out.text, max_len) if template else None):
         if cand and last_gap >= CONFIDENT:
             cand.buckets = [b + "+" for b in cand.buckets]

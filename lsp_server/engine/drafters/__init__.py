@@ -2,6 +2,7 @@
 from .base import Draft
 from .ngram import NgramDrafter
 from .model import ModelDrafter
+from .rewrite import RewriteDrafter
 from .template import TemplateDrafter
 
-__all__ = ["Draft", "NgramDrafter", "ModelDrafter", "TemplateDrafter"]
+__all__ = ["Draft", "NgramDrafter", "ModelDrafter", "TemplateDrafter", "RewriteDrafter"]
