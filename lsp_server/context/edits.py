@@ -54,6 +54,14 @@ def _lines(text: str) -> list[str]:
     return text.split("\n")
 
 
+def keep_lines(text: str) -> list[str]:
+    """The lines of a text with their "\n" ends (only "\n" ends a line, as LSP's positions count here; a last
+    line without one is kept as it is)."""
+    out = text.split("\n")
+    last = out.pop()
+    return [line + "\n" for line in out] + ([last] if last else [])
+
+
 class EditHistory:
     """One document's edits. `record` is told each new version of the text."""
 

@@ -13,7 +13,7 @@ import difflib
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ..context.edits import Hunk
+from ..context.edits import Hunk, keep_lines
 from ..context.syntax import error_count, parse
 
 MAX_DELETED = 3   # lines an edit may delete without writing any
@@ -39,12 +39,18 @@ def _norm(lines) -> list[str]:
     return [" ".join(line.split()) for line in lines if line.strip()]
 
 
-def changed_lines(region: str, answer: str, cut: bool) -> tuple[int, int, str] | None:
+def changed_lines(region: str, answer: str, cut: bool, above: str = "") -> tuple[int, int, str] | None:
     """The answer's change to the region as (first line, line after the last, new text), region-relative; None
     where it changes nothing. `cut`: the answer stopped at a limit, so its last line may be unfinished and the
-    region's lines after what it wrote are not its deletions."""
-    old = region.splitlines(keepends=True)
-    new = answer.splitlines(keepends=True)
+    region's lines after what it wrote are not its deletions. `above`: the lines shown above the region, which
+    the model sometimes writes again before it (they are not part of its answer)."""
+    old = keep_lines(region)
+    new = keep_lines(answer)
+    shown = keep_lines(above)
+    for k in range(min(len(shown), len(new)), 0, -1):
+        if new[:k] == shown[-k:] and old[:k] != shown[-k:]:
+            new = new[k:]
+            break
     if new and not new[-1].endswith("\n"):
         if cut:
             new = new[:-1]
@@ -78,7 +84,7 @@ def undoes(old_text: str, new_text: str, recent: list[Hunk]) -> bool:
 
 
 def breaks_syntax(document: str, edit: Edit, language: str) -> bool:
-    lines = document.splitlines(keepends=True)
+    lines = keep_lines(document)
     after = "".join(lines[:edit.start]) + edit.text + "".join(lines[edit.end:])
     before_tree = parse(document, language)
     if before_tree is None:
@@ -88,13 +94,13 @@ def breaks_syntax(document: str, edit: Edit, language: str) -> bool:
 
 
 def proposal(document: str, region_start: int, region: str, answer: str, cut: bool, recent: list[Hunk],
-             language: str) -> tuple[Edit | None, Dropped | None]:
-    """The edit to propose (document lines), or None and why."""
-    change = changed_lines(region, answer, cut)
+             language: str, above: str = "") -> tuple[Edit | None, Dropped | None]:
+    """The edit to propose (document lines), or None and why (`above`: see changed_lines)."""
+    change = changed_lines(region, answer, cut, above)
     if change is None:
         return None, (Dropped.CUT if cut and not answer.strip() else Dropped.COPY)
     i1, i2, text = change
-    old_lines = region.splitlines(keepends=True)[i1:i2]
+    old_lines = keep_lines(region)[i1:i2]
     old_text = "".join(old_lines)
     if _norm(old_lines) == _norm(text.splitlines()):
         return None, Dropped.COPY

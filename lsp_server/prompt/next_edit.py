@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..context.edits import keep_lines
+
 LINES_ABOVE = 1      # of the region, above the cursor's line
 LINES_BELOW = 12     # of the region, below it
 CONTEXT_ABOVE = 12   # lines above the region shown as context (not rewritten)
@@ -20,12 +22,9 @@ FENCE = {"python": "python", "typescript": "typescript", "javascript": "javascri
 
 SYSTEM = "You are a coding assistant in a code editor. You predict the user's next edit."
 
-ASK = ("Here are the user's recent edits to `{path}`, oldest first:\n\n```diff\n{diff}```\n\n"
-       "{above}"
-       "Rewrite the code below, making the next edit that the recent edits call for (such as the same change "
-       "made elsewhere, or a matching change to a call, a definition or a use of a name). Do not repeat or undo "
-       "the user's edits; change nothing else. If nothing else needs to change, write the code unchanged. Reply "
-       "with the code only.\n\n```{fence}\n{region}```")
+ASK = ("My latest edits to `{path}`:\n```diff\n{diff}```\n\n{above}"
+       "Rewrite the code below with the follow-up edits these changes require elsewhere (every other line "
+       "unchanged; if nothing else needs to change, the code as it is).\n\n```{fence}\n{region}```")
 
 
 @dataclass(frozen=True)
@@ -35,6 +34,7 @@ class EditPrompt:
     start: int           # the region's first line in the document (0-based)
     end: int             # the line after its last
     fence: str           # the code fence's language tag, for the answer's end
+    above: str = ""      # the lines shown above the region as context
 
 
 def region_lines(n_lines: int, cursor_line: int, above: int = LINES_ABOVE, below: int = LINES_BELOW
@@ -46,15 +46,15 @@ def region_lines(n_lines: int, cursor_line: int, above: int = LINES_ABOVE, below
 def build_prompt(text: str, cursor_line: int, diff: str, path: str, language: str,
                  above: int = LINES_ABOVE, below: int = LINES_BELOW, context_above: int = CONTEXT_ABOVE
                  ) -> EditPrompt:
-    lines = text.splitlines(keepends=True)
+    lines = keep_lines(text)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     start, end = region_lines(len(lines), min(cursor_line, max(0, len(lines) - 1)), above, below)
     region = "".join(lines[start:end])
     fence = FENCE.get(language, "")
     shown = "".join(lines[max(0, start - context_above):start])
-    above_text = (f"The code just above, for context:\n\n```{fence}\n{shown}```\n\n" if shown.strip() else "")
+    above_text = (f"The code above it:\n```{fence}\n{shown}```\n\n" if shown.strip() else "")
     user = ASK.format(path=path, diff=diff or "(none)\n", above=above_text, fence=fence, region=region)
     prompt = (f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
               f"<|im_start|>assistant\n```{fence}\n")
-    return EditPrompt(prompt, region, start, end, fence)
+    return EditPrompt(prompt, region, start, end, fence, shown if shown.strip() else "")

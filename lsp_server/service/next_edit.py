@@ -7,13 +7,14 @@ The generation is a task of the model thread's queue at background priority: a c
 and an edit of the document cancels it (the user typed on, so the prediction is for a text that is gone)."""
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import statistics
 import threading
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..context.edits import EditHistories, Hunk
 from ..engine import CUT_SHORT, Generation, GenerationRequest, StopReason
@@ -42,6 +43,13 @@ def predict(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk],
             below: int = LINES_BELOW) -> Prediction:
     """The next edit at `line` of `text` given the recent edits (a diff, and their hunks), on the calling thread
     (the model thread in the server; the lab's suite calls it directly)."""
+    if "\r\n" in text:   # the model writes "\n": the lines compare without their "\r", which the edit gets back
+        pred = predict(engine, text.replace("\r\n", "\n"), line, diff.replace("\r\n", "\n"), recent, path,
+                       language, cancel, speculative, above, below)
+        if pred.edit is not None:
+            pred.edit = replace(pred.edit, text=pred.edit.text.replace("\n", "\r\n"),
+                                old_text=pred.edit.old_text.replace("\n", "\r\n"))
+        return pred
     p = build_prompt(text, line, diff, path, language, above, below)
     tokens = engine.tokenize(p.text, special=True)
     source = engine.tokenize(p.region)
@@ -51,7 +59,8 @@ def predict(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk],
     gen = engine.generate(req, cancel)
     if gen.stop_reason in (StopReason.CANCELLED, StopReason.ERROR):
         return Prediction(None, None, gen, len(tokens), (p.start, p.end))
-    edit, dropped = proposal(text, p.start, p.region, gen.text, gen.stop_reason in CUT_SHORT, recent, language)
+    edit, dropped = proposal(text, p.start, p.region, gen.text, gen.stop_reason in CUT_SHORT, recent, language,
+                             p.above)
     return Prediction(edit, dropped, gen, len(tokens), (p.start, p.end))
 
 
@@ -127,6 +136,9 @@ class NextEdits:
         self._running[uri] = task
         try:
             result: Prediction | None = await self.model.queue.submit(task)
+        except asyncio.CancelledError:   # the client cancelled its request: the generation stops too
+            self.model.queue.cancel(task.id)
+            raise
         finally:
             if self._running.get(uri) is task:
                 del self._running[uri]
