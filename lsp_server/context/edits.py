@@ -101,8 +101,9 @@ class EditHistory:
         self.open, self._base = None, None
 
     def recent(self) -> list[Hunk]:
-        """The recent hunks, oldest first, the one being typed last."""
-        return list(self.hunks) + ([self.open] if self.open is not None else [])
+        """The recent hunks, oldest first, the one being typed last: MAX_HUNKS at most (the closed ones kept are
+        MAX_HUNKS too, so that after an undo the one before it is shown again)."""
+        return (list(self.hunks) + ([self.open] if self.open is not None else []))[-MAX_HUNKS:]
 
     def diff(self, path: str) -> str:
         """The recent hunks as a unified diff without context lines ("" where there are none)."""
