@@ -31,7 +31,10 @@ class Hunk:
 
     def diff(self) -> str:
         old, new = self.old[:MAX_HUNK_LINES], self.new[:MAX_HUNK_LINES]
-        head = f"@@ -{self.start + 1},{len(self.old)} +{self.start + 1},{len(self.new)} @@\n"
+        # an empty side's line is the one after which the lines were taken out or put in (as git writes it, and
+        # the next-edit suite's diffs, which the prompt is measured with): `@@ -4,0 +5,1 @@` inserts after line 4
+        head = (f"@@ -{self.start + bool(self.old)},{len(self.old)} "
+                f"+{self.start + bool(self.new)},{len(self.new)} @@\n")
         return head + "".join(f"-{line}\n" for line in old) + "".join(f"+{line}\n" for line in new)
 
 

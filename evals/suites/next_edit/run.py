@@ -34,7 +34,8 @@ def hunks_of(diff: str) -> list[Hunk]:
         if m:
             if cur:
                 out.append(Hunk(cur[0], tuple(cur[1]), tuple(cur[2])))
-            cur = (max(0, int(m.group(3)) - 1), [], [])
+            # the new side's first line; where it is empty (a deletion), the line after which it stands
+            cur = (int(m.group(3)) - (m.group(4) != "0"), [], [])
         elif cur and line.startswith("-") and not line.startswith("---"):
             cur[1].append(line[1:])
         elif cur and line.startswith("+") and not line.startswith("+++"):
