@@ -69,7 +69,7 @@ def changed_lines(region: str, answer: str, cut: bool, above: str = "") -> tuple
 
 def undoes(old_text: str, new_text: str, recent: list[Hunk]) -> bool:
     """Whether the edit turns a recent hunk's new lines back into its old ones."""
-    old, new = _norm(old_text.splitlines()), _norm(new_text.splitlines())
+    old, new = _norm(keep_lines(old_text)), _norm(keep_lines(new_text))
     for h in recent:
         h_old, h_new = _norm(h.old), _norm(h.new)
         if h_old == h_new:
@@ -102,7 +102,7 @@ def proposal(document: str, region_start: int, region: str, answer: str, cut: bo
     i1, i2, text = change
     old_lines = keep_lines(region)[i1:i2]
     old_text = "".join(old_lines)
-    if _norm(old_lines) == _norm(text.splitlines()):
+    if _norm(old_lines) == _norm(keep_lines(text)):
         return None, Dropped.COPY
     edit = Edit(region_start + i1, region_start + i2, text, old_text)
     if not text.strip() and len(old_lines) > MAX_DELETED:
