@@ -60,6 +60,11 @@ def changed_lines(region: str, answer: str, cut: bool, above: str = "") -> tuple
     if cut:   # what it did not get to write is not deleted
         while ops and ops[-1][0] == "delete" and ops[-1][2] == len(old):
             ops.pop()
+        # nor where difflib folds it into the replacement of the last lines written (`b c d` -> `B` where the
+        # answer stopped after `B`): the region's lines past those written, line for line, stay
+        if ops and ops[-1][0] == "replace" and ops[-1][2] == len(old):
+            tag, i1, i2, j1, j2 = ops[-1]
+            ops[-1] = (tag, i1, min(i2, i1 + j2 - j1), j1, j2)
     if not ops:
         return None
     i1, j1 = ops[0][1], ops[0][3]
