@@ -5,7 +5,8 @@ suggestion that may be wrong costs the user more than none):
 - `copy`: the answer is the region again (whitespace aside);
 - `undo`: it puts back what the user's recent edit took out (the model's favourite wrong answer);
 - `syntax`: the file parsed before and does not after;
-- `deletion`: it only deletes several lines (how a rewrite that lost its way, or was cut, looks);
+- `deletion`: it only deletes several lines, or writes nothing at all (how a rewrite that lost its way, or was
+  cut, looks);
 - `cut`: the answer was cut short before it wrote a changed line fully."""
 from __future__ import annotations
 
@@ -72,6 +73,16 @@ def changed_lines(region: str, answer: str, cut: bool, above: str = "") -> tuple
     return i1, i2, "".join(new[j1:j2])
 
 
+def _cut_in_a_change(region: str, answer: str) -> bool:
+    """Whether a cut answer that changed none of the lines it wrote whole stopped in a line it was changing (its
+    unfinished last line is not the start of the region's line there), rather than while copying."""
+    written, old = keep_lines(answer), keep_lines(region)
+    if not written or written[-1].endswith("\n"):
+        return False
+    k = len(written) - 1
+    return k >= len(old) or not old[k].startswith(written[-1])
+
+
 def undoes(old_text: str, new_text: str, recent: list[Hunk]) -> bool:
     """Whether the edit turns a recent hunk's new lines back into its old ones."""
     old, new = _norm(keep_lines(old_text)), _norm(keep_lines(new_text))
@@ -101,9 +112,12 @@ def breaks_syntax(document: str, edit: Edit, language: str) -> bool:
 def proposal(document: str, region_start: int, region: str, answer: str, cut: bool, recent: list[Hunk],
              language: str, above: str = "") -> tuple[Edit | None, Dropped | None]:
     """The edit to propose (document lines), or None and why (`above`: see changed_lines)."""
+    if not answer.strip() and region.strip():
+        # it wrote nothing: no answer (cut before its first line), or the whole region deleted
+        return None, (Dropped.CUT if cut else Dropped.DELETION)
     change = changed_lines(region, answer, cut, above)
     if change is None:
-        return None, (Dropped.CUT if cut and not answer.strip() else Dropped.COPY)
+        return None, (Dropped.CUT if cut and _cut_in_a_change(region, answer) else Dropped.COPY)
     i1, i2, text = change
     old_lines = keep_lines(region)[i1:i2]
     old_text = "".join(old_lines)
