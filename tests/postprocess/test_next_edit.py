@@ -1,7 +1,8 @@
 """From a next-edit answer to the edit proposed, or to nothing and why (postprocess/next_edit.py). Golden cases in
 tests/postprocess/golden/next_edit/, one TOML file per outcome: a document, the region of it the model rewrote
-(`[first line, line after the last]`), the answer, whether it was cut short, the user's recent hunks, and either
-the `edit` proposed (document lines, end exclusive) or why nothing is (`dropped`)."""
+(`[first line, line after the last]`), the lines shown above it (`above`), the answer, whether it was cut short,
+the user's recent hunks, and either the `edit` proposed (document lines, end exclusive) or why nothing is
+(`dropped`)."""
 import tomllib
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def test_golden(name, case):
     start, region = region_of(case)
     recent = [Hunk(h["start"], tuple(h["old"]), tuple(h["new"])) for h in case.get("recent", [])]
     edit, dropped = proposal(case["document"], start, region, case["answer"], case.get("cut", False), recent,
-                             case.get("language", "python"))
+                             case.get("language", "python"), case.get("above", ""))
     if "edit" in case:
         assert dropped is None
         assert edit == Edit(**case["edit"])

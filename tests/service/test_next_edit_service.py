@@ -248,3 +248,30 @@ async def test_close_forgets_the_document_and_stops_its_prediction(setup):
     assert ne.histories.get(URI) is None and ne.summary()["documents"] == 0
     assert await ne.ask(URI, text, 1, 1, "orders.py", "python") is None   # no history: nothing to follow
     assert len(engine.generations) == 1
+
+
+async def test_a_crlf_document_gets_its_edit_with_crlf_lines(setup):
+    """The model writes "\\n": it is shown the text with "\\n" ends, and the edit gets the document's back."""
+    ne, engine, _ = setup()
+    crlf = DOC.replace("\n", "\r\n")
+    ne.opened(URI, crlf)
+    text = crlf.replace("    total = 0", "    amount = 0")
+    ne.edited(URI, text)
+    p = await ne.ask(URI, text, 1, 1, "orders.py", "python")
+    assert "\r" not in engine.detokenize(engine.prompts[0])
+    assert p is not None and (p.edit.start, p.edit.end) == (3, 5)
+    assert p.edit.text == "        amount += order.price\r\n    return amount\r\n"
+    assert p.edit.old_text == "".join(text.splitlines(keepends=True)[3:5])
+
+
+async def test_a_request_the_client_cancels_stops_its_generation(setup):
+    ne, engine, model = setup(step_s=0.02)   # the answer takes about 3 s
+    text = renamed(ne)
+    asked = asyncio.ensure_future(ne.ask(URI, text, 1, 1, "orders.py", "python"))
+    assert await until(lambda: engine.generations)
+    asked.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asked
+    assert await until(lambda: engine.cancelled == 1 and len(model.queue) == 0)
+    ne.edited(URI, text + "\n")
+    assert ne.summary()["dropped"] == 0   # nothing of it was left running
