@@ -11,6 +11,8 @@
   `tandem/nextEditDismissed` {id}: counted in tandem/stats (`next_edit`)."""
 from __future__ import annotations
 
+import os
+
 from lsprotocol import types
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
@@ -43,8 +45,18 @@ def _wanted(ls: TandemServer, doc: TextDocument) -> bool:
             and ls.settings.language_enabled(language_of(doc)))
 
 
+def shown_path(ls: TandemServer, doc: TextDocument) -> str:
+    """The document's path as the prompt names it: relative to the workspace (as a diff names files; the small
+    model follows a diff of `src/shop.py` better than one of a long absolute path), else its file name."""
+    path = to_fs_path(doc.uri) or doc.uri
+    root = ls.workspace_root
+    if root and os.path.commonpath([root, path]) == root:
+        return os.path.relpath(path, root)
+    return os.path.basename(path)
+
+
 async def _ask(ls: TandemServer, doc: TextDocument, line: int) -> Proposal | None:
-    return await ls.service.next_edits.ask(doc.uri, doc.source, doc.version, line, to_fs_path(doc.uri) or doc.uri,
+    return await ls.service.next_edits.ask(doc.uri, doc.source, doc.version, line, shown_path(ls, doc),
                                            language_of(doc))
 
 
