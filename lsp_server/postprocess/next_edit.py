@@ -7,7 +7,8 @@ suggestion that may be wrong costs the user more than none):
 - `syntax`: the file parsed before and does not after;
 - `deletion`: it only deletes several lines, or writes nothing at all (how a rewrite that lost its way, or was
   cut, looks);
-- `cut`: the answer was cut short before it wrote a changed line fully."""
+- `cut`: the answer was cut short before it wrote a changed line fully;
+- `unsure`: where the answer first leaves the region's text, the model barely preferred that to copying on."""
 from __future__ import annotations
 
 import difflib
@@ -26,6 +27,31 @@ class Dropped(StrEnum):
     SYNTAX = "syntax"
     DELETION = "deletion"
     CUT = "cut"
+    UNSURE = "unsure"
+
+
+# the model's top-2 logit gap where its answer first leaves the region's text, below which the edit is not
+# proposed: a departure the model barely preferred to copying on is wrong more often than right (tuned on the
+# suite's tune half, docs/evaluation.md)
+MIN_DEPARTURE_MARGIN = 0.0
+
+
+def departure(region: str, answer: str, above: str = "") -> int:
+    """Where (a character offset of the answer) it first leaves the region's text: the lines it repeated from
+    above the region skipped; len(answer) where it does not."""
+    skip = 0
+    shown = keep_lines(above)
+    for k in range(len(shown), 0, -1):
+        head = "".join(shown[-k:])
+        if answer.startswith(head) and not region.startswith(head):
+            skip = len(head)
+            break
+    i = 0
+    rest = answer[skip:]
+    n = min(len(rest), len(region))
+    while i < n and rest[i] == region[i]:
+        i += 1
+    return skip + i
 
 
 @dataclass(frozen=True)

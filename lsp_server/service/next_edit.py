@@ -17,10 +17,11 @@ from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 
 from ..context.edits import EditHistories, Hunk
+from ..context.usages import next_use
 from ..engine import CUT_SHORT, Generation, GenerationRequest, StopReason
 from ..engine.interface import Engine
-from ..postprocess.next_edit import Dropped, Edit, proposal
-from ..prompt.next_edit import LINES_ABOVE, LINES_BELOW, build_prompt
+from ..postprocess.next_edit import MIN_DEPARTURE_MARGIN, Dropped, Edit, departure, proposal
+from ..prompt.next_edit import LINES_ABOVE, LINES_BELOW, build_prompt, region_lines
 from .queue import Task, TaskKind
 
 log = logging.getLogger("tandem.service")
@@ -36,32 +37,45 @@ class Prediction:
     generation: Generation | None
     prompt_tokens: int = 0
     region: tuple[int, int] = (0, 0)
+    margin: float | None = None  # the top-2 logit gap where the answer leaves the region's text (None: unknown)
 
 
 def predict(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk], path: str, language: str,
             cancel: threading.Event | None = None, speculative: bool = True, above: int = LINES_ABOVE,
-            below: int = LINES_BELOW) -> Prediction:
+            below: int = LINES_BELOW, time_budget_s: float = TIME_BUDGET_S,
+            min_margin: float = MIN_DEPARTURE_MARGIN) -> Prediction:
     """The next edit at `line` of `text` given the recent edits (a diff, and their hunks), on the calling thread
     (the model thread in the server; the lab's suite calls it directly)."""
     if "\r\n" in text:   # the model writes "\n": the lines compare without their "\r", which the edit gets back
         pred = predict(engine, text.replace("\r\n", "\n"), line, diff.replace("\r\n", "\n"), recent, path,
-                       language, cancel, speculative, above, below)
+                       language, cancel, speculative, above, below, time_budget_s, min_margin)
         if pred.edit is not None:
             pred.edit = replace(pred.edit, text=pred.edit.text.replace("\n", "\r\n"),
                                 old_text=pred.edit.old_text.replace("\n", "\r\n"))
         return pred
+    if recent:   # after a rename, the region goes where the old name is still used, if not near the cursor
+        n_lines = text.count("\n") + (not text.endswith("\n"))
+        use = next_use(text, recent[-1], language, region_lines(n_lines, line, above, below))
+        line = line if use is None else use
     p = build_prompt(text, line, diff, path, language, above, below)
     tokens = engine.tokenize(p.text, special=True)
     source = engine.tokenize(p.region)
     req = GenerationRequest(tokens=tokens, max_tokens=len(source) + MAX_EXTRA_TOKENS, stop=("```",),
-                            language=language, speculative=speculative, time_budget_s=TIME_BUDGET_S,
-                            rewrite_source=source)
+                            language=language, speculative=speculative, time_budget_s=time_budget_s,
+                            rewrite_source=source, record_margins=True)
     gen = engine.generate(req, cancel)
     if gen.stop_reason in (StopReason.CANCELLED, StopReason.ERROR):
         return Prediction(None, None, gen, len(tokens), (p.start, p.end))
     edit, dropped = proposal(text, p.start, p.region, gen.text, gen.stop_reason in CUT_SHORT, recent, language,
                              p.above)
-    return Prediction(edit, dropped, gen, len(tokens), (p.start, p.end))
+    margin = None
+    if edit is not None and gen.margins:
+        # the token where the answer leaves the region: as many as the text before that point tokenizes to
+        at = min(len(engine.tokenize(gen.text[:departure(p.region, gen.text, p.above)])), len(gen.margins) - 1)
+        margin = gen.margins[at]
+        if margin < min_margin:
+            edit, dropped = None, Dropped.UNSURE
+    return Prediction(edit, dropped, gen, len(tokens), (p.start, p.end), margin)
 
 
 @dataclass

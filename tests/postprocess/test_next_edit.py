@@ -13,7 +13,8 @@ from lsp_server.postprocess.next_edit import Dropped, Edit, changed_lines, propo
 from lsp_server.prompt.next_edit import build_prompt, region_lines
 
 GOLDEN = Path(__file__).parent / "golden" / "next_edit"
-OUTCOMES = {"edit"} | {str(d) for d in Dropped}
+# `unsure` is judged from the generation's margins, not from the answer's text: tests/service covers it
+OUTCOMES = {"edit"} | {str(d) for d in Dropped} - {"unsure"}
 
 
 def cases():
@@ -104,3 +105,14 @@ def test_the_region_is_the_cursor_s_line_one_above_and_some_below():
     assert p.text.endswith("<|im_start|>assistant\n```python\n")
     # a last line without a newline is rewritten with one
     assert build_prompt("a = 1\nb = 2", 1, "", "a.py", "python").region == "a = 1\nb = 2\n"
+
+
+def test_departure_is_where_the_answer_leaves_the_region():
+    from lsp_server.postprocess.next_edit import departure
+    region = "    total = 0.0\n    for o in orders:\n        total += o.price\n"
+    answer = "    total = 0.0\n    for o in orders:\n        amount += o.price\n"
+    assert departure(region, answer) == answer.index("amount")
+    # the context line written again before the region is skipped
+    above = "def f(orders):\n"
+    assert departure(region, above + answer, above) == len(above) + answer.index("amount")
+    assert departure(region, region) == len(region)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lsp_server.context.edits import Hunk
 from lsp_server.engine import CUT_SHORT, GenerationRequest
-from lsp_server.postprocess.next_edit import changed_lines
+from lsp_server.postprocess.next_edit import MIN_DEPARTURE_MARGIN, changed_lines
 from lsp_server.prompt.next_edit import FENCE, LINES_ABOVE, LINES_BELOW, region_lines
 from lsp_server.service.next_edit import MAX_EXTRA_TOKENS, predict
 
@@ -62,7 +62,7 @@ def plain(engine, case: dict, above: int, below: int) -> tuple[dict | None, floa
     t0 = time.monotonic()
     gen = engine.generate(GenerationRequest(engine.tokenize(prompt, special=True), max_tokens=len(source) +
                                             MAX_EXTRA_TOKENS, stop=("```",), language=case["language"],
-                                            rewrite_source=source, time_budget_s=60))
+                                            rewrite_source=source, time_budget_s=NO_TIME_LIMIT_S))
     change = changed_lines(region, gen.text, gen.stop_reason in CUT_SHORT)
     if change is None:
         return None, time.monotonic() - t0, len(gen.tokens)
@@ -70,11 +70,18 @@ def plain(engine, case: dict, above: int, below: int) -> tuple[dict | None, floa
     return {"start_line": start + i1, "end_line": start + i2, "text": new}, time.monotonic() - t0, len(gen.tokens)
 
 
-def ours(engine, case: dict, above: int, below: int, speculative: bool = True):
+# a case's generation is not cut by time: the figures are the same on a busy machine (the editor's requests have
+# the server's budget)
+NO_TIME_LIMIT_S = 600.0
+
+
+def ours(engine, case: dict, above: int, below: int, speculative: bool = True,
+         min_margin: float = MIN_DEPARTURE_MARGIN):
     diff = case["recent_edits"]
     t0 = time.monotonic()
     p = predict(engine, case["before_window"], case["cursor"]["line"], diff, hunks_of(diff), case["path"],
-                case["language"], speculative=speculative, above=above, below=below)
+                case["language"], speculative=speculative, above=above, below=below,
+                time_budget_s=NO_TIME_LIMIT_S, min_margin=min_margin)
     took = time.monotonic() - t0
     e = p.edit
     prop = None if e is None else {"start_line": e.start, "end_line": e.end, "text": e.text}
@@ -82,7 +89,7 @@ def ours(engine, case: dict, above: int, below: int, speculative: bool = True):
 
 
 def run(engine, cases: list[dict], methods: tuple[str, ...], above: int, below: int, speed: bool,
-        out_path: Path | None, log=print) -> dict:
+        out_path: Path | None, log=print, min_margin: float = MIN_DEPARTURE_MARGIN) -> dict:
     results: dict[str, list] = {m: [] for m in methods}
     rows = []
     spec_tok, spec_s, plain_tok, plain_s, identical, compared = 0, 0.0, 0, 0.0, 0, 0
@@ -90,15 +97,15 @@ def run(engine, cases: list[dict], methods: tuple[str, ...], above: int, below: 
     for i, case in enumerate(cases):
         row = {"id": case["id"]}
         if "ours" in methods:
-            prop, took, p = ours(engine, case, above, below)
+            prop, took, p = ours(engine, case, above, below, min_margin=min_margin)
             g = p.generation
             results["ours"].append(prop)
             latencies.append(took)
             row["ours"] = {"proposal": prop, "s": round(took, 2), "dropped": p.dropped and str(p.dropped),
                            "tokens": len(g.tokens), "gen_s": round(g.gen_s, 2), "prompt_s": round(g.prompt_s, 2),
-                           "steps": g.steps, "answer": g.text}
+                           "steps": g.steps, "answer": g.text, "margin": p.margin}
             if speed:
-                _, _, q = ours(engine, case, above, below, speculative=False)
+                _, _, q = ours(engine, case, above, below, speculative=False, min_margin=min_margin)
                 h = q.generation
                 compared += 1
                 identical += h.tokens == g.tokens
@@ -157,7 +164,7 @@ def cli_main(args, load_engine) -> dict:
     engine, _ = load_engine(args)
     try:
         summary = run(engine, cases, tuple(args.methods.split(",")), args.above, args.below, args.speed,
-                      Path(args.json) if args.json else None)
+                      Path(args.json) if args.json else None, min_margin=args.min_margin)
     finally:
         engine.close()
     print(report(summary))
@@ -172,4 +179,6 @@ def add_arguments(p) -> None:
     p.add_argument("--methods", default="ours,plain,none", help="of ours, plain, none")
     p.add_argument("--above", type=int, default=LINES_ABOVE, help="region lines above the cursor's")
     p.add_argument("--below", type=int, default=LINES_BELOW, help="region lines below it")
+    p.add_argument("--min-margin", type=float, default=MIN_DEPARTURE_MARGIN,
+                   help="the unsure filter's threshold (0: off; to tune it from the rows' margins)")
     p.add_argument("--speed", action="store_true", help="also generate ours without speculation, side by side")
