@@ -275,3 +275,27 @@ async def test_a_request_the_client_cancels_stops_its_generation(setup):
     assert await until(lambda: engine.cancelled == 1 and len(model.queue) == 0)
     ne.edited(URI, text + "\n")
     assert ne.summary()["dropped"] == 0   # nothing of it was left running
+
+
+@pytest.mark.parametrize("gap, proposed", [(0.2, False), (4.0, True)])
+def test_an_edit_the_model_was_unsure_of_is_not_proposed(setup, gap, proposed):
+    """The margin where the answer leaves the region's text decides (the margins come from the engine)."""
+    from lsp_server.context.edits import EditHistory
+    from lsp_server.service.next_edit import predict
+    _, engine, _ = setup()
+    history = EditHistory(DOC)
+    history.record(RENAMED)
+    generate = engine.generate
+
+    def with_margins(req, cancel=None):
+        assert req.record_margins
+        gen = generate(req, cancel)
+        gen.margins = [gap] * len(gen.tokens)
+        return gen
+
+    engine.generate = with_margins
+    p = predict(engine, RENAMED, 1, history.diff("orders.py"), history.recent(), "orders.py", "python",
+                min_margin=1.0)
+    assert p.margin == gap
+    assert (p.edit is not None) == proposed
+    assert p.dropped == (None if proposed else "unsure")
