@@ -278,7 +278,7 @@ async def test_a_request_the_client_cancels_stops_its_generation(setup):
 
 
 @pytest.mark.parametrize("gap, proposed", [(0.2, False), (4.0, True)])
-def test_an_edit_the_model_was_unsure_of_is_not_proposed(setup, gap, proposed):
+async def test_an_edit_the_model_was_unsure_of_is_not_proposed(setup, gap, proposed):
     """The margin where the answer leaves the region's text decides (the margins come from the engine)."""
     from lsp_server.context.edits import EditHistory
     from lsp_server.service.next_edit import predict
