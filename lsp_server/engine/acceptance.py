@@ -19,8 +19,10 @@ PRIOR_WEIGHT = 6.0     # a few lucky drafts must not make a bucket look reliable
 # prior acceptance per bucket: long lookups are usually right, short ones rarely;
 # the draft model's tokens roughly as likely as its own probability says
 PRIORS = {"run": .7, "t-sub": .75, "t-same": .65, "t-next": .55, "n8": .6, "n7": .55, "n6": .5, "n5": .45, "n4": .4, "n3": .3, "n2": .2,
-          # rewrite lookup: a copy in progress, a fresh alignment by k tokens, a one-for-one substitution guess
-          "k4": .6, "k3": .5, "k2": .4, "k1": .25, "sub": .35,
+          # rewrite lookup: a copy in progress (an edit's answer copies the text it replaces but for the edit: most
+          # of it is accepted, and a lower prior would never let the controller try it where a batch costs nearly
+          # its tokens), a fresh alignment by k tokens, a one-for-one substitution guess
+          "copy": .9, "k4": .6, "k3": .5, "k2": .4, "k1": .25, "sub": .35,
           "p98": .9, "p90": .8, "p75": .65, "p50": .45, "p25": .25, "p0": .1}
 
 

@@ -20,7 +20,7 @@ def test_a_copy_proposes_the_source_from_the_start_and_stays_in_step():
     src = [10, 11, 12, 13, 14, 15]
     d = drafter(src)
     p = d.propose(3)
-    assert p.tokens == [10, 11, 12] and p.buckets == ["run"] * 3 and p.drafter == "rewrite"
+    assert p.tokens == [10, 11, 12] and p.buckets == ["copy"] * 3 and p.drafter == "rewrite"
     d.extend([10, 11])
     assert d.propose(8).tokens == [12, 13, 14, 15]
     d.extend([12, 13, 14, 15])
@@ -36,7 +36,7 @@ def test_an_insertion_realigns_by_suffix_after_it():
     p = d.propose(3)
     assert p.tokens == [5, 6, 7] and p.buckets[0] == "k1"
     d.extend([5])
-    assert d.propose(2).tokens == [6, 7] and d.propose(2).buckets[0] == "run"
+    assert d.propose(2).tokens == [6, 7] and d.propose(2).buckets[0] == "copy"
 
 
 def test_a_deletion_skips_ahead():
@@ -45,7 +45,7 @@ def test_a_deletion_skips_ahead():
     p = d.propose(2)
     assert p.tokens == [7, 8] and p.buckets[0] == "k1"
     d.extend([7])
-    assert d.propose(2).tokens == [8, 9] and d.propose(2).buckets[0] == "run"
+    assert d.propose(2).tokens == [8, 9] and d.propose(2).buckets[0] == "copy"
 
 
 def test_a_one_token_replacement_guesses_a_substitution():
@@ -54,7 +54,7 @@ def test_a_one_token_replacement_guesses_a_substitution():
     p = d.propose(3)
     assert p.tokens == [4, 5, 6] and p.buckets == ["sub"] * 3
     d.extend([4])
-    assert d.propose(2).tokens == [5, 6] and d.propose(2).buckets[0] == "run"
+    assert d.propose(2).tokens == [5, 6] and d.propose(2).buckets[0] == "copy"
 
 
 def test_a_longer_replacement_does_not_drift_then_finds_its_place_again():

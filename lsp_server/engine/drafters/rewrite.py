@@ -2,7 +2,7 @@
 so the next tokens of that text, from where the output stands in it, are a draft accepted in long runs.
 
 The drafter keeps an alignment: the position in the source of the token the output should write next. While
-the output follows the source it simply moves along ("run"). Where the output departs from it (an inserted,
+the output follows the source it simply moves along ("copy"). Where the output departs from it (an inserted,
 changed or deleted span) it aligns again by the output's last k tokens (k = max_k..1), at the occurrence
 nearest after the current position (a rewrite is mostly monotonic: the same line repeated further up must not
 pull it back), or else the nearest before (a moved line). With no occurrence it proposes nothing that step;
@@ -20,14 +20,14 @@ class RewriteDrafter:
     def __init__(self, max_k: int = 4):
         self.max_k = max_k
         # where its drafts count: in step with the source, freshly aligned by a k-token match, a substitution
-        self.buckets = ("run",) + tuple(f"k{k}" for k in range(max_k, 0, -1)) + ("sub",)
+        self.buckets = ("copy",) + tuple(f"k{k}" for k in range(max_k, 0, -1)) + ("sub",)
         self.src: list[int] = []
         self.out: list[int] = []
         # index[k][k-gram] = sorted positions just after each occurrence (the source token that follows it)
         self.index: dict[int, dict[tuple, list[int]]] = {}
         self.pos: int | None = None   # the source position the output should write next (None: not aligned)
         self.hint = 0                 # the last known position, kept while unaligned to search near it
-        self.how = "run"              # how the current alignment was found: the proposal's bucket
+        self.how = "copy"             # how the current alignment was found: the proposal's bucket
 
     @property
     def active(self) -> bool:
@@ -43,7 +43,7 @@ class RewriteDrafter:
             for end in range(k, len(self.src) + 1):
                 table.setdefault(tuple(self.src[end - k:end]), []).append(end)
         # the output starts where the region starts
-        self.pos, self.hint, self.how = (0, 0, "run") if self.src else (None, 0, "run")
+        self.pos, self.hint, self.how = (0, 0, "copy") if self.src else (None, 0, "copy")
 
     def extend(self, tokens: list[int]) -> None:
         for t in tokens:
@@ -54,7 +54,7 @@ class RewriteDrafter:
         pos = self.pos
         if pos is not None and pos < len(self.src) and self.src[pos] == t:
             # still copying: stay in step, no search (a fresh match or a guess that held is now a run)
-            self.pos, self.hint, self.how = pos + 1, pos + 1, "run"
+            self.pos, self.hint, self.how = pos + 1, pos + 1, "copy"
             return
         found = self.realign()
         if found is not None:
