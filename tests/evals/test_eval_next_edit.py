@@ -120,3 +120,35 @@ def test_score_command(tmp_path, capsys, cases):
     main(["--baseline", "none"])
     assert capsys.readouterr().out.splitlines()[1].split() == ["all", str(len(cases)), "0.0", "0.0", "0.0", "-",
                                                                "1.0"]
+
+
+def test_the_runner_scores_each_method_and_the_ledger_keeps_its_headlines(tmp_path, cases):
+    """`tandem-eval next-edit`'s loop with a scripted engine that copies each region back: the product's path, the
+    plain baseline and no prediction are scored on the same cases, the raw file has a row per case, and a ledger line keeps each method's figures."""
+    from scripted import ScriptedEngine
+
+    from evals import ledger
+    from evals.suites.next_edit.run import hunks_of, run
+
+    import re
+    tune = [c for c in cases if c["half"] == "tune"]
+    picked = [c for c in tune if c["kind"] == "edit"][:3] + [c for c in tune if c["kind"] == "none"][:3]
+
+    def answer(prompt: str) -> str:
+        # the last whole code block of the prompt is the region asked for: copied back, nothing is proposed
+        return re.findall(r"```\w*\n(.*?)```", prompt, re.S)[-1] + "```"
+
+    engine = ScriptedEngine(answer, by_prompt=True, token_s=0.00001, step_s=0.0)
+    out = tmp_path / "ne.json"
+    summary = run(engine, picked, ("ours", "plain", "none"), 1, 12, False, out, log=None)
+    assert set(summary) >= {"ours", "plain", "none"}
+    assert summary["ours"]["cases"] == summary["plain"]["cases"] == 6
+    assert summary["ours"]["proposals"] == summary["plain"]["proposals"] == 0   # copies propose nothing
+    raw = json.loads(out.read_text())
+    assert [r["id"] for r in raw["rows"]] == [c["id"] for c in picked]
+    line = ledger.record(["tandem-eval", "next-edit"], raw, out, ledger=tmp_path / "ledger.jsonl",
+                         machine={"gflops": 1.0})
+    assert {"ours", "plain", "none"} <= set(line["figures"]) and line["figures"]["none"]["no_edit_rate"] == 1.0
+    # the suite's diffs read back as the hunks they were made of
+    for c in picked:
+        assert hunks_of(c["recent_edits"]), c["id"]

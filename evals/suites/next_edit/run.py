@@ -89,7 +89,8 @@ def ours(engine, case: dict, above: int, below: int, speculative: bool = True,
 
 
 def run(engine, cases: list[dict], methods: tuple[str, ...], above: int, below: int, speed: bool,
-        out_path: Path | None, log=print, min_margin: float = MIN_DEPARTURE_MARGIN) -> dict:
+        out_path: Path | None, log=lambda m: print(m, flush=True),
+        min_margin: float = MIN_DEPARTURE_MARGIN) -> dict:
     results: dict[str, list] = {m: [] for m in methods}
     rows = []
     spec_tok, spec_s, plain_tok, plain_s, identical, compared = 0, 0.0, 0, 0.0, 0, 0
@@ -125,31 +126,32 @@ def run(engine, cases: list[dict], methods: tuple[str, ...], above: int, below: 
             log(f"[{i + 1}/{len(cases)}] {case['id']}: ours {'-' if not o.get('proposal') else 'edit'} "
                 f"({o.get('dropped') or ''}) {o.get('s', '')} s")
     figures = {m: score(cases, results[m]) for m in methods}
-    summary = {"cases": len(cases), "figures": figures, "region": [above, below]}
+    # one row per method (the ledger keeps each row's headline figures), the languages' in `figures`
+    summary: dict = {m: dict(figures[m]["all"]) for m in methods}
     if latencies:
-        summary["latency_s_p50"] = round(statistics.median(latencies), 2)
+        summary["ours"]["latency_s_p50"] = round(statistics.median(latencies), 2)
     if speed and compared:
         summary["speed"] = {"compared": compared, "identical": identical,
                             "spec_tok_s": round(spec_tok / spec_s, 1) if spec_s else None,
-                            "plain_tok_s": round(plain_tok / plain_s, 1) if plain_s else None}
+                            "baseline_tok_s": round(plain_tok / plain_s, 1) if plain_s else None}
         if spec_s and plain_s:
             summary["speed"]["speedup"] = round((spec_tok / spec_s) / (plain_tok / plain_s), 2)
     if out_path:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         with open(out_path, "w") as f:
-            json.dump({"summary": summary, "rows": rows}, f, indent=1)
+            json.dump({"summary": summary, "figures": figures, "region": [above, below], "rows": rows}, f,
+                      indent=1)
+    summary["figures"] = figures
     return summary
 
 
 def report(summary: dict) -> str:
-    out = []
-    for m, fig in summary["figures"].items():
-        out.append(f"== {m}\n{table(fig)}")
-    if "latency_s_p50" in summary:
-        out.append(f"ours: ask -> answer p50 {summary['latency_s_p50']} s")
+    out = [f"== {m}\n{table(fig)}" for m, fig in summary["figures"].items()]
+    if "latency_s_p50" in summary.get("ours", {}):
+        out.append(f"ours: ask -> answer p50 {summary['ours']['latency_s_p50']} s")
     if "speed" in summary:
         s = summary["speed"]
-        out.append(f"speed on the same prompts: speculative {s['spec_tok_s']} tok/s, plain {s['plain_tok_s']} "
+        out.append(f"speed on the same prompts: speculative {s['spec_tok_s']} tok/s, plain {s['baseline_tok_s']} "
                    f"tok/s ({s.get('speedup')}x); identical output {s['identical']}/{s['compared']}")
     return "\n".join(out)
 
