@@ -22,7 +22,8 @@ local client = {
       local answer = { edits = { { id = "ne-" .. #sent, text = EDIT.text,
         range = { start = { line = EDIT.first, character = 0 }, ["end"] = { line = EDIT.last, character = 0 } },
         textDocument = { uri = params.textDocument.uri, version = params.textDocument.version },
-        command = { title = "Accept next edit", command = "tandem.nextEditAccepted", arguments = { "ne-" .. #sent } } } } }
+        command = { title = "Accept next edit", command = "tandem.nextEditAccepted",
+                    arguments = { "ne-" .. #sent } } } } }
       if hold then held[#sent] = function() handler(nil, answer) end else handler(nil, answer) end
     elseif method == "textDocument/inlineCompletion" then
       handler(nil, { items = { { insertText = GHOST } } })
@@ -105,7 +106,8 @@ session.run(function()
   local before = lines()
   vim.api.nvim_input("A<Esc>")
   wait_until(function() return vim.fn.mode() == "n" and next_edit.shown(buf) == nil end, 2)
-  out.dismissed = { mode = vim.fn.mode(), same = vim.deep_equal(before, lines()), sent = last("tandem/nextEditDismissed"),
+  out.dismissed = { mode = vim.fn.mode(), same = vim.deep_equal(before, lines()),
+                    sent = last("tandem/nextEditDismissed"),
                     id = shown_id, marks = #vim.api.nvim_buf_get_extmarks(buf, next_edit.ns, 0, -1, {}),
                     esc = desc("i", "<Esc>") }
   -- leaving insert mode was no new edit: nothing more is asked

@@ -1,6 +1,7 @@
 -- The user commands: :Tandem [status|stats|enable|disable|toggle|restart], :TandemSnooze [minutes],
--- :TandemResume, :TandemToggleLanguage [filetype], :TandemPullModels, :TandemNextEdit. Defined by plugin/tandem.lua at start-up
--- (before setup(), so a lazy-loading plugin manager can load the plugin on them) and again by require("tandem").
+-- :TandemResume, :TandemToggleLanguage [filetype], :TandemPullModels, :TandemNextEdit. Defined by plugin/tandem.lua
+-- at start-up (before setup(), so a lazy-loading plugin manager can load the plugin on them) and again by
+-- require("tandem").
 local M = {}
 
 M.SNOOZE_MINUTES = 30
