@@ -20,7 +20,8 @@ local client = {
     table.insert(sent, { method = method, params = params })
     if method == "textDocument/copilotInlineEdit" then
       local answer = { edits = { { id = "ne-" .. #sent, text = EDIT.text,
-        range = { start = { line = EDIT.first, character = 0 }, ["end"] = { line = EDIT.last, character = 0 } },
+        range = { start = { line = EDIT.first, character = 0 },
+                  ["end"] = { line = EDIT.last, character = EDIT.last_char or 0 } },
         textDocument = { uri = params.textDocument.uri, version = params.textDocument.version },
         command = { title = "Accept next edit", command = "tandem.nextEditAccepted",
                     arguments = { "ne-" .. #sent } } } } }
@@ -169,6 +170,14 @@ session.run(function()
   out.end_preview_added = preview()
   next_edit.accept(buf)
   out.end_added = lines()
+
+  -- a range ending at the end of a last line without a newline (the server's way where the text has none)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "a", "b" })
+  EDIT = { text = "c\nd", first = 1, last = 1, last_char = 1 }
+  next_edit.ask(buf, client)
+  out.no_newline_preview = preview()
+  next_edit.accept(buf)
+  out.no_newline = lines()
 
   -- nextEdit = false: nothing asked
   tandem.config.settings = { nextEdit = false }

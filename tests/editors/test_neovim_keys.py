@@ -78,6 +78,7 @@ def test_next_edit_preview_accept_dismiss_and_the_keys_it_hides(tmp_path):
     assert res["end_preview"]["old_rows"] == [1] and res["end_replaced"] == ["a", "c", "d"]
     assert res["end_preview_added"] == {"old_rows": [], "at": 2, "above": False, "new": [["e", "TandemEditNew"]]}
     assert res["end_added"] == ["a", "c", "d", "e"]
+    assert res["no_newline_preview"]["old_rows"] == [1] and res["no_newline"] == ["a", "c", "d"], res
     # nextEdit = false in the user's settings: nothing asked
     assert res["off_asked"] is False and res["off_sent"] == 0
     assert res["changed_part"] == [1, ["b"], ["x"]]

@@ -205,10 +205,13 @@ local function ghost_first(bufnr)
 end
 
 local function show(client, bufnr, edit, version)
-  local first, last = edit.range.start.line, edit.range["end"].line
+  -- whole lines: the range ends at column 0 of the line after them, or at the end of a last line that has no
+  -- newline (the text then has none either)
+  local first, stop = edit.range.start.line, edit.range["end"]
+  local whole = stop.character == 0
   local s = { client = client, edit = edit, version = version, hidden = {},
-              old_lines = vim.api.nvim_buf_get_lines(bufnr, first, last, false) }
-  s.old = #s.old_lines > 0 and table.concat(s.old_lines, "\n") .. "\n" or ""
+              old_lines = vim.api.nvim_buf_get_lines(bufnr, first, stop.line + (whole and 0 or 1), false) }
+  s.old = #s.old_lines > 0 and table.concat(s.old_lines, "\n") .. (whole and "\n" or "") or ""
   if s.old == edit.text then return end   -- nothing would change
   shown[bufnr] = s
   render(bufnr, s)
