@@ -151,11 +151,7 @@ ORDERS = """def summarize(orders, tax_rate=0.2):
     total = 0.0
     for order in orders:
         total += order.price * order.quantity
-    total = total * (1 + tax_rate)
-    return total
-
-
-print(summarize([]))
+    return total * (1 + tax_rate)
 """
 ACTION = "Tandem: apply the suggested edit"
 
