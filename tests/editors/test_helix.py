@@ -19,7 +19,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from conftest import FIXTURES, ROOT, tandem_cmd
 from lsp_server.protocol.languages import DEFAULT_LANGUAGES
-from lsp_helpers import blank_cursor, open_doc, popup, stats, wait_ready
+from evals.sessions.replay import plain
+from lsp_helpers import blank_cursor, open_doc, popup, raw_request, stats, wait_ready
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
 HELIX = ROOT / "editors" / "helix" / "languages.toml"
@@ -163,18 +164,25 @@ def change(client: LanguageClient, uri: str, version: int, start: tuple[int, int
             range=types.Range(start=types.Position(*start), end=types.Position(*end)), text=text)]))
 
 
-def apply_edits(text: str, edits: list[types.TextEdit]) -> str:
+def apply_edits(text: str, edits: list[dict]) -> str:
     """Text edits applied as Helix applies them (positions in UTF-8 bytes, the negotiated encoding; a line past the
     last is the end of the text)."""
     data = text.encode("utf-8")
     starts = [0] + [i + 1 for i, b in enumerate(data) if b == ord("\n")]
 
-    def offset(p: types.Position) -> int:
-        return len(data) if p.line >= len(starts) else min(starts[p.line] + p.character, len(data))
+    def offset(p: dict) -> int:
+        return len(data) if p["line"] >= len(starts) else min(starts[p["line"]] + p["character"], len(data))
 
-    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-        data = data[:offset(e.range.start)] + e.new_text.encode("utf-8") + data[offset(e.range.end):]
+    for e in sorted(edits, key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
+                    reverse=True):
+        data = data[:offset(e["range"]["start"])] + e["newText"].encode("utf-8") + data[offset(e["range"]["end"]):]
     return data.decode("utf-8")
+
+
+def code_actions(result) -> list[dict]:
+    """The answer's code actions as Helix reads them: lsp-types' untagged CodeActionOrCommand is a Command where
+    `command` is a string, else a CodeAction (lsprotocol's converter would take the action for a Command)."""
+    return [a for a in plain(result) or [] if not isinstance(a.get("command"), str)]
 
 
 async def test_the_code_action_applies_the_next_edit_and_runs_its_command(helix: LanguageClient):
@@ -187,36 +195,42 @@ async def test_the_code_action_applies_the_next_edit_and_runs_its_command(helix:
         version += 1
         change(helix, uri, version, (1, 4 + i), (1, 4 + i), ch)
     text = text.replace("    total = 0.0", "    amount = 0.0")
-    # space-a in normal mode: the primary selection is the character under the cursor (the rename's last one)
-    res = await asyncio.wait_for(helix.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        range=types.Range(start=types.Position(1, 9), end=types.Position(1, 10)),
-        context=types.CodeActionContext(diagnostics=[], trigger_kind=types.CodeActionTriggerKind.Invoked))), 300)
-    actions = [a for a in res or [] if isinstance(a, types.CodeAction) and a.title == ACTION]
-    assert len(actions) == 1, res
+    # space-a in normal mode: the primary selection is the character under the cursor (the rename's last one);
+    # Helix asks with the diagnostics there (none) and triggerKind Invoked
+    res = await raw_request(helix, "textDocument/codeAction", {
+        "textDocument": {"uri": uri},
+        "range": {"start": {"line": 1, "character": 9}, "end": {"line": 1, "character": 10}},
+        "context": {"diagnostics": [], "triggerKind": 1}}, "helix-code-action", timeout=300)
+    actions = [a for a in code_actions(res) if a["title"] == ACTION]
+    assert len(actions) == 1, (res, (await stats(helix))["next_edit"])
     action = actions[0]
-    assert action.kind == types.CodeActionKind.QuickFix and action.disabled is None
+    assert action["kind"] == "quickfix" and "disabled" not in action
     # both the edit and the command, so Helix has nothing to resolve: it applies the edit, then runs the command
-    assert action.edit is not None and action.command is not None
-    assert action.command.command == "tandem.nextEditAccepted" and len(action.command.arguments) == 1
-    if action.edit.document_changes:
-        (doc_edit,) = action.edit.document_changes
-        assert doc_edit.text_document.uri == uri
+    command = action["command"]
+    assert command["command"] == "tandem.nextEditAccepted" and len(command["arguments"]) == 1, command
+    edit = action["edit"]
+    if edit.get("documentChanges"):
+        (doc_edit,) = edit["documentChanges"]
+        assert doc_edit["textDocument"]["uri"] == uri
         # Helix refuses a versioned edit for another version of the document ("outdated workspace edit")
-        assert doc_edit.text_document.version in (None, version), doc_edit.text_document
-        edits = list(doc_edit.edits)
+        assert doc_edit["textDocument"].get("version") in (None, version), doc_edit["textDocument"]
+        edits = doc_edit["edits"]
     else:
-        assert list(action.edit.changes) == [uri], action.edit
-        edits = action.edit.changes[uri]
-    assert len(edits) == 1 and edits[0].range.start.character == edits[0].range.end.character == 0, edits
+        assert list(edit["changes"]) == [uri], edit
+        edits = edit["changes"][uri]
+    assert len(edits) == 1, edits
+    rng = edits[0]["range"]
+    assert rng["start"]["character"] == rng["end"]["character"] == 0, edits   # whole lines
     new_text = apply_edits(text, edits)
     assert new_text == ORDERS.replace("total", "amount"), new_text
     # Helix sends the applied change, then runs the command on the server
     version += 1
-    e = edits[0].range
-    change(helix, uri, version, (e.start.line, e.start.character), (e.end.line, e.end.character), edits[0].new_text)
+    change(helix, uri, version, (rng["start"]["line"], 0), (rng["end"]["line"], 0), edits[0]["newText"])
     await asyncio.wait_for(helix.workspace_execute_command_async(types.ExecuteCommandParams(
-        command=action.command.command, arguments=action.command.arguments)), 30)
+        command=command["command"], arguments=command["arguments"])), 30)
     after = (await stats(helix))["next_edit"]
     assert after["accepted"] == before["accepted"] + 1, after
     assert after["dismissed"] == before["dismissed"], after
+    # the server's copy of the document is the one Helix shows
+    held = await helix.protocol.send_request_async("tandem/document", {"uri": uri, "text": True})
+    assert (held.version, held.text) == (version, new_text), held
