@@ -235,6 +235,7 @@ end
 function M.ask(bufnr, client)
   bufnr = buf(bufnr)
   client = client or vim.lsp.get_clients({ name = "tandem", bufnr = bufnr })[1]
+  M.dismiss(bufnr)   -- asked again with one shown: that one is let go
   M.clear(bufnr)
   if not client or client:is_stopped() or not M.enabled(bufnr) or vim.api.nvim_get_current_buf() ~= bufnr then
     return false
