@@ -85,9 +85,10 @@ async def popup(client: LanguageClient, uri: str, pos: types.Position):
     return res.items if isinstance(res, types.CompletionList) else (res or [])
 
 
-async def raw_request(client: LanguageClient, method: str, params, msg_id: str):
-    """Send a request as raw JSON, past the client's own type checks (for malformed params)."""
+async def raw_request(client: LanguageClient, method: str, params, msg_id: str, timeout: float = 30):
+    """Send a request as raw JSON, past the client's own type checks (for malformed params), and get its result
+    as the JSON came (no conversion to lsprotocol's types)."""
     fut = asyncio.get_running_loop().create_future()
     client.protocol._request_futures[msg_id] = fut
     client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-    return await asyncio.wait_for(fut, 30)
+    return await asyncio.wait_for(fut, timeout)

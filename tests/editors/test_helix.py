@@ -1,6 +1,8 @@
 """Helix: the languages.toml parses and starts a command that exists, and the server driven the way Helix
 drives it (its capabilities: UTF-8 positions, no inline completion, no $/cancelRequest) completes through the
-popup path, with stale requests superseded."""
+popup path, with stale requests superseded; and a next edit comes as the code action Helix shows on space-a,
+applied and counted as Helix applies one (its edit, then its command). No Helix binary can be had here, so these
+requests stand in for it (the sequence read from helix-term's code_action and helix-view's Action::lsp)."""
 from __future__ import annotations
 
 import asyncio
@@ -17,12 +19,14 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from conftest import FIXTURES, ROOT, tandem_cmd
 from lsp_server.protocol.languages import DEFAULT_LANGUAGES
-from lsp_helpers import blank_cursor, open_doc, popup, stats, wait_ready
+from evals.sessions.replay import plain
+from lsp_helpers import blank_cursor, open_doc, popup, raw_request, stats, wait_ready
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
 HELIX = ROOT / "editors" / "helix" / "languages.toml"
 
-# what Helix 25.x announces (helix-lsp/src/client.rs): UTF-8 first, completion but no inline completion
+# what Helix 25.x announces (helix-lsp/src/client.rs): UTF-8 first, completion but no inline completion; code
+# action literals with resolve of `edit` and `command`, workspace edits with documentChanges
 HELIX_CAPS = types.ClientCapabilities(
     general=types.GeneralClientCapabilities(position_encodings=[
         types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf32, types.PositionEncodingKind.Utf16]),
@@ -30,10 +34,19 @@ HELIX_CAPS = types.ClientCapabilities(
         completion=types.CompletionClientCapabilities(completion_item=types.ClientCompletionItemOptions(
             snippet_support=True, insert_replace_support=True, deprecated_support=True,
             documentation_format=[types.MarkupKind.Markdown])),
-        synchronization=types.TextDocumentSyncClientCapabilities(did_save=True)),
+        synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
+        code_action=types.CodeActionClientCapabilities(
+            code_action_literal_support=types.ClientCodeActionLiteralOptions(
+                code_action_kind=types.ClientCodeActionKindOptions(value_set=[
+                    "", "quickfix", "refactor", "refactor.extract", "refactor.inline", "refactor.rewrite", "source",
+                    "source.organizeImports", "source.fixAll"])),
+            is_preferred_support=True, disabled_support=True, data_support=True,
+            resolve_support=types.ClientCodeActionResolveOptions(properties=["edit", "command"]))),
     window=types.WindowClientCapabilities(work_done_progress=True),
-    workspace=types.WorkspaceClientCapabilities(configuration=True, did_change_configuration=
-                                                types.DidChangeConfigurationClientCapabilities()))
+    workspace=types.WorkspaceClientCapabilities(
+        configuration=True, did_change_configuration=types.DidChangeConfigurationClientCapabilities(),
+        apply_edit=True, execute_command=types.ExecuteCommandClientCapabilities(dynamic_registration=False),
+        workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True, normalizes_line_endings=False)))
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -51,7 +64,8 @@ async def test_languages_toml_registers_a_command_that_exists():
     assert names == [lang.helix for lang in DEFAULT_LANGUAGES if lang.helix], names
     for lang in conf["language"]:
         tandem = [s for s in lang["language-servers"] if isinstance(s, dict) and s["name"] == "tandem"]
-        assert tandem and tandem[0]["only-features"] == ["completion"]
+        # completion, and the code action that brings a next edit
+        assert tandem and tandem[0]["only-features"] == ["completion", "code-action"]
 
 
 # what a user adds under [language-server.tandem] as `config` (the sample has none); Helix sends it as the
@@ -130,3 +144,93 @@ async def test_without_cancel_requests_the_newest_request_wins(helix: LanguageCl
 
 async def test_the_models_load_once_although_the_configuration_came_during_the_load(helix: LanguageClient):
     assert (await stats(helix))["loads"] == 1
+
+
+# a rename on the first line of a small function whose next lines use the old name: the follow-up is the same
+# rename there (tests/editors/test_neovim_next_edit.py has the same case)
+ORDERS = """def summarize(orders, tax_rate=0.2):
+    total = 0.0
+    for order in orders:
+        total += order.price * order.quantity
+    return total * (1 + tax_rate)
+"""
+ACTION = "Tandem: apply the suggested edit"
+
+
+def change(client: LanguageClient, uri: str, version: int, start: tuple[int, int], end: tuple[int, int], text: str):
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(*start), end=types.Position(*end)), text=text)]))
+
+
+def apply_edits(text: str, edits: list[dict]) -> str:
+    """Text edits applied as Helix applies them (positions in UTF-8 bytes, the negotiated encoding; a line past the
+    last is the end of the text)."""
+    data = text.encode("utf-8")
+    starts = [0] + [i + 1 for i, b in enumerate(data) if b == ord("\n")]
+
+    def offset(p: dict) -> int:
+        return len(data) if p["line"] >= len(starts) else min(starts[p["line"]] + p["character"], len(data))
+
+    for e in sorted(edits, key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
+                    reverse=True):
+        data = data[:offset(e["range"]["start"])] + e["newText"].encode("utf-8") + data[offset(e["range"]["end"]):]
+    return data.decode("utf-8")
+
+
+def code_actions(result) -> list[dict]:
+    """The answer's code actions as Helix reads them: lsp-types' untagged CodeActionOrCommand is a Command where
+    `command` is a string, else a CodeAction (lsprotocol's converter would take the action for a Command)."""
+    return [a for a in plain(result) or [] if not isinstance(a.get("command"), str)]
+
+
+async def test_the_code_action_applies_the_next_edit_and_runs_its_command(helix: LanguageClient):
+    uri, text = open_doc(helix, Path("orders.py"), text=ORDERS, uri="file:///tmp/helix/orders.py")
+    before = (await stats(helix))["next_edit"]
+    # Helix's `miw` then `c`, `amount`, Esc: the word deleted, then one change a character (a version each)
+    change(helix, uri, 2, (1, 4), (1, 9), "")
+    version = 2
+    for i, ch in enumerate("amount"):
+        version += 1
+        change(helix, uri, version, (1, 4 + i), (1, 4 + i), ch)
+    text = text.replace("    total = 0.0", "    amount = 0.0")
+    # space-a in normal mode: the primary selection is the character under the cursor (the rename's last one);
+    # Helix asks with the diagnostics there (none) and triggerKind Invoked
+    res = await raw_request(helix, "textDocument/codeAction", {
+        "textDocument": {"uri": uri},
+        "range": {"start": {"line": 1, "character": 9}, "end": {"line": 1, "character": 10}},
+        "context": {"diagnostics": [], "triggerKind": 1}}, "helix-code-action", timeout=300)
+    actions = [a for a in code_actions(res) if a["title"] == ACTION]
+    assert len(actions) == 1, (res, (await stats(helix))["next_edit"])
+    action = actions[0]
+    assert action["kind"] == "quickfix" and "disabled" not in action
+    # both the edit and the command, so Helix has nothing to resolve: it applies the edit, then runs the command
+    command = action["command"]
+    assert command["command"] == "tandem.nextEditAccepted" and len(command["arguments"]) == 1, command
+    edit = action["edit"]
+    if edit.get("documentChanges"):
+        (doc_edit,) = edit["documentChanges"]
+        assert doc_edit["textDocument"]["uri"] == uri
+        # Helix refuses a versioned edit for another version of the document ("outdated workspace edit")
+        assert doc_edit["textDocument"].get("version") in (None, version), doc_edit["textDocument"]
+        edits = doc_edit["edits"]
+    else:
+        assert list(edit["changes"]) == [uri], edit
+        edits = edit["changes"][uri]
+    assert len(edits) == 1, edits
+    rng = edits[0]["range"]
+    assert rng["start"]["character"] == rng["end"]["character"] == 0, edits   # whole lines
+    new_text = apply_edits(text, edits)
+    assert new_text == ORDERS.replace("total", "amount"), new_text
+    # Helix sends the applied change, then runs the command on the server
+    version += 1
+    change(helix, uri, version, (rng["start"]["line"], 0), (rng["end"]["line"], 0), edits[0]["newText"])
+    await asyncio.wait_for(helix.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=command["command"], arguments=command["arguments"])), 30)
+    after = (await stats(helix))["next_edit"]
+    assert after["accepted"] == before["accepted"] + 1, after
+    assert after["dismissed"] == before["dismissed"], after
+    # the server's copy of the document is the one Helix shows
+    held = await helix.protocol.send_request_async("tandem/document", {"uri": uri, "text": True})
+    assert (held.version, held.text) == (version, new_text), held

@@ -42,3 +42,43 @@ def test_ghost_text_on_0_11_asks_shows_and_is_taken_a_word_a_line_and_the_rest(t
     assert res["better"] == {"stale": False, "elsewhere": False, "other_doc": False, "asked_before": 0,
                              "here": True, "shown": "area = w * h", "asked": 1, "normal_mode": False}, res["better"]
     assert res["pieces"] == ["  foo", "(", "x = 1", "\n    y = 2", "abc", "a b"]
+
+
+def test_next_edit_preview_accept_dismiss_and_the_keys_it_hides(tmp_path):
+    """The next edit (editors/neovim/lua/tandem/next_edit.lua) with a stand-in client
+    (tests/editors/nvim_next_edit_unit.lua)."""
+    res = run_nvim(tmp_path, "nvim_next_edit_unit.lua")
+    assert res["ok"], res
+    # a rename in normal mode, then a rest: asked once, at the cursor, with the buffer's LSP version
+    assert res["asks"] == 1 and res["asked"]["position"] == {"line": 0, "character": 13}, res["asked"]
+    assert isinstance(res["asked"]["textDocument"]["version"], int)
+    # the lines that change marked, the new ones as virtual lines below the last of them
+    new = ["    total = width * h", "    print(width)", "    return total"]
+    assert res["preview"] == {"old_rows": [1, 2, 3], "at": 3, "above": False,
+                              "new": [[line, "TandemEditNew"] for line in new]}, res["preview"]
+    # <Tab> and <Esc> are the preview's in normal and insert mode while it is shown
+    assert res["keys_shown"] == {"n": "Tandem: accept the next edit", "i": "Tandem: accept the next edit",
+                                 "esc": "Tandem: dismiss the next edit"}
+    # <Tab> applied it, ran its command, and gave the keys back (insert mode's <Tab>: the ghost text's again)
+    assert res["accepted_lines"] == ["def area(width, h):", *new, "", "x = 1"]
+    assert res["accept_command"] == {"command": "tandem.nextEditAccepted", "arguments": ["ne-1"]}
+    assert res["after_accept"] == {"marks": 0, "n": "", "esc": "", "i": "Tandem: accept the suggestion"}
+    # <Esc> in insert mode: dismissed (the server told its id), insert mode left, the buffer as it was, no new ask
+    d = res["dismissed"]
+    assert d["sent"] == {"id": d["id"]} and d["mode"] == "n" and d["same"] and d["marks"] == 0 and d["esc"] == ""
+    assert res["asked_after_dismiss"] == 0
+    # ghost text and a next edit both shown: <Tab> takes the ghost text; that edit of the buffer dismisses the other
+    assert res["both"]["ghost"] == "# done" and res["both"]["edit"]
+    assert res["ghost_won"] == {"line": "# done", "dismissed": res["both"]["edit"],
+                                "tab": "Tandem: accept the suggestion"}
+    assert res["plain"] == "a\tb"                      # nothing shown: the key itself
+    # typing on cancels the request out; an answer for a text that is gone is not shown
+    assert res["cancelled"] and not res["late_shown"] and not res["stale_shown"]
+    # a range ending at the line count, and lines added after the last one
+    assert res["end_preview"]["old_rows"] == [1] and res["end_replaced"] == ["a", "c", "d"]
+    assert res["end_preview_added"] == {"old_rows": [], "at": 2, "above": False, "new": [["e", "TandemEditNew"]]}
+    assert res["end_added"] == ["a", "c", "d", "e"]
+    assert res["no_newline_preview"]["old_rows"] == [1] and res["no_newline"] == ["a", "c", "d"], res
+    # nextEdit = false in the user's settings: nothing asked
+    assert res["off_asked"] is False and res["off_sent"] == 0
+    assert res["changed_part"] == [1, ["b"], ["x"]]

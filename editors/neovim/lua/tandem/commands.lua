@@ -1,6 +1,7 @@
 -- The user commands: :Tandem [status|stats|enable|disable|toggle|restart], :TandemSnooze [minutes],
--- :TandemResume, :TandemToggleLanguage [filetype], :TandemPullModels. Defined by plugin/tandem.lua at start-up
--- (before setup(), so a lazy-loading plugin manager can load the plugin on them) and again by require("tandem").
+-- :TandemResume, :TandemToggleLanguage [filetype], :TandemPullModels, :TandemNextEdit. Defined by plugin/tandem.lua
+-- at start-up (before setup(), so a lazy-loading plugin manager can load the plugin on them) and again by
+-- require("tandem").
 local M = {}
 
 M.SNOOZE_MINUTES = 30
@@ -100,6 +101,17 @@ function M.create()
 
   cmd("TandemPullModels", function() M.pull_models() end,
     { desc = "Tandem: fetch and verify the models (tandem models pull)" })
+
+  cmd("TandemNextEdit", function()
+    local bufnr = vim.api.nvim_get_current_buf()
+    if #vim.lsp.get_clients({ name = "tandem", bufnr = bufnr }) == 0 then
+      return vim.notify("Tandem: no tandem server is attached to this buffer", vim.log.levels.WARN)
+    end
+    if (tandem().config.settings or {}).nextEdit == false then
+      return vim.notify("Tandem: next edits are off (settings.nextEdit = false)", vim.log.levels.WARN)
+    end
+    require("tandem.next_edit").ask(bufnr)
+  end, { desc = "Tandem: ask for the edit that follows the last one, now" })
 end
 
 return M

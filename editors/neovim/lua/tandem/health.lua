@@ -1,7 +1,7 @@
 -- :checkhealth tandem — what a user checks first when no suggestion comes. This Neovim: its version and the
--- suggestion path, the server command and its version, a snooze or filetypes switched off. Then the server's own
--- report (tandem/health: the one `tandem doctor` prints, with the settings Neovim sent in it), or, with no server
--- running, `tandem doctor`'s.
+-- suggestion path, whether next edits are on, the server command and its version, a snooze or filetypes switched
+-- off. Then the server's own report (tandem/health: the one `tandem doctor` prints, with the settings Neovim sent
+-- in it), or, with no server running, `tandem doctor`'s.
 local M = {}
 
 local INSTALL = { "install the server: `make tool` in a checkout of Tandem (pipx; `tandem` lands in ~/.local/bin), "
@@ -46,6 +46,11 @@ function M.check()
   else
     if how == "native" then h.warn(ver .. "suggestions = \"native\" needs 0.12 (vim.lsp.inline_completion)") end
     h.ok(ver .. "the plugin's ghost text (<Tab>, <M-Right> a word, <M-C-Right> a line, <M-\\> asks)")
+  end
+  if (cfg.settings or {}).nextEdit == false then
+    h.info("next edit: off (settings.nextEdit = false)")
+  else
+    h.ok(string.format("next edit: asked %d ms after an edit rests (:TandemNextEdit asks now)", cfg.next_edit_ms or 0))
   end
   local exe = cfg.cmd and cfg.cmd[1]
   local found = exe and vim.fn.executable(exe) == 1

@@ -2,8 +2,9 @@
 -- text of the plugin's own (ghost.lua: accept all, the next word or the next line), or with `suggestions` Neovim's
 -- own ghost text on 0.12+ ("native", vim.lsp.inline_completion) or the completion popup ("popup",
 -- vim.lsp.completion); and tells the server where the cursor went (tandem/didMoveCursor) so it fills its KV cache
--- there before the first key. What it shows of the server's state, a snooze and filetypes switched off are in
--- status.lua (the statusline component), the commands in commands.lua, :checkhealth tandem in health.lua.
+-- there before the first key; and once an edit rests, shows the edit that follows it (next_edit.lua). What it
+-- shows of the server's state, a snooze and filetypes switched off are in status.lua (the statusline component),
+-- the commands in commands.lua, :checkhealth tandem in health.lua.
 local M = {}
 local status = require("tandem.status")
 
@@ -21,7 +22,10 @@ M.defaults = {
   suggestions = "ghost",
   -- accept: the whole suggestion ("ghost", "native"); accept_word / accept_line: its next word or line, and
   -- suggest: ask here and now, where an automatic request would skip ("ghost"); false: not mapped
-  keymaps = { accept = "<Tab>", accept_word = "<M-Right>", accept_line = "<M-C-Right>", suggest = "<M-\\>" },
+  keymaps = { accept = "<Tab>", accept_word = "<M-Right>", accept_line = "<M-C-Right>", suggest = "<M-\\>",
+              -- the next edit's keys, mapped only while one is shown (normal and insert mode)
+              accept_edit = "<Tab>", dismiss_edit = "<Esc>" },
+  next_edit_ms = 500,     -- ask for the next edit once an edit has rested this long (settings.nextEdit = false: never)
 }
 
 M.config = vim.deepcopy(M.defaults)
@@ -99,6 +103,7 @@ end
 
 function M.on_attach(client, bufnr)
   report_moves(client, bufnr)
+  require("tandem.next_edit").attach(client, bufnr, M.config.next_edit_ms)
   local how = M.config.suggestions
   if how == "native" and vim.lsp.inline_completion then
     vim.lsp.inline_completion.enable(status.active(bufnr), { bufnr = bufnr })
@@ -134,11 +139,12 @@ function M.on_attach(client, bufnr)
 end
 
 -- A snooze or a filetype switched off stops Neovim's own ghost text and the popup in the buffers it concerns (the
--- plugin's ghost text asks status.active itself), and clears the plugin's ghost text there.
+-- plugin's ghost text asks status.active itself), and clears the plugin's ghost text and a next edit there.
 local function apply_switches()
   for _, client in ipairs(vim.lsp.get_clients({ name = "tandem" })) do
     for bufnr in pairs(client.attached_buffers) do
       local on = status.active(bufnr)
+      if not on then require("tandem.next_edit").dismiss(bufnr) end
       if M.config.suggestions == "native" and vim.lsp.inline_completion then
         vim.lsp.inline_completion.enable(on, { bufnr = bufnr })
       elseif M.config.suggestions == "popup" then
@@ -199,6 +205,9 @@ function M.send_settings()
   for _, client in ipairs(vim.lsp.get_clients({ name = "tandem" })) do
     client.settings = { tandem = settings }
     client:notify("workspace/didChangeConfiguration", { settings = client.settings })
+    if settings.nextEdit == false then
+      for bufnr in pairs(client.attached_buffers) do require("tandem.next_edit").dismiss(bufnr) end
+    end
   end
 end
 
