@@ -5,7 +5,7 @@ suggestion that may be wrong costs the user more than none):
 - `copy`: the answer is the region again (whitespace aside);
 - `undo`: it puts back what the user's recent edit took out (the model's favourite wrong answer);
 - `syntax`: the file parsed before and does not after;
-- `deletion`: it only deletes several lines, or writes nothing at all (how a rewrite that lost its way, or was
+- `deletion`: it takes out several lines net, or writes nothing at all (how a rewrite that lost its way, or was
   cut, looks);
 - `cut`: the answer was cut short before it wrote a changed line fully;
 - `unsure`: where the answer first leaves the region's text, the model barely preferred that to copying on."""
@@ -18,7 +18,7 @@ from enum import StrEnum
 from ..context.edits import Hunk, keep_lines
 from ..context.syntax import error_count, parse
 
-MAX_DELETED = 3   # lines an edit may delete without writing any
+MAX_DELETED = 3   # lines an edit may take out net (its old lines less its new ones)
 
 
 class Dropped(StrEnum):
@@ -150,8 +150,8 @@ def proposal(document: str, region_start: int, region: str, answer: str, cut: bo
     if _norm(old_lines) == _norm(keep_lines(text)):
         return None, Dropped.COPY
     edit = Edit(region_start + i1, region_start + i2, text, old_text)
-    if not text.strip() and len(old_lines) > MAX_DELETED:
-        return None, Dropped.DELETION
+    if len(old_lines) - len(keep_lines(text)) > MAX_DELETED:
+        return None, Dropped.DELETION   # several lines gone: a rewrite that lost its way, or stopped early
     if undoes(old_text, text, recent):
         return None, Dropped.UNDO
     if breaks_syntax(document, edit, language):
