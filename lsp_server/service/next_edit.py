@@ -16,7 +16,8 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 
-from ..context.edits import EditHistories, Hunk
+from ..context.edits import EditHistories, Hunk, keep_lines
+from ..context.repeats import repeat
 from ..context.usages import next_use
 from ..engine import CUT_SHORT, Generation, GenerationRequest, StopReason
 from ..engine.interface import Engine
@@ -38,21 +39,30 @@ class Prediction:
     prompt_tokens: int = 0
     region: tuple[int, int] = (0, 0)
     margin: float | None = None  # the top-2 logit gap where the answer leaves the region's text (None: unknown)
+    source: str = "model"        # "repeat": the user's replacement made again, found in the text (no model)
 
 
 def predict(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk], path: str, language: str,
             cancel: threading.Event | None = None, speculative: bool = True, above: int = LINES_ABOVE,
             below: int = LINES_BELOW, time_budget_s: float = TIME_BUDGET_S,
-            min_margin: float = MIN_DEPARTURE_MARGIN) -> Prediction:
+            min_margin: float = MIN_DEPARTURE_MARGIN, repeats: bool = True) -> Prediction:
     """The next edit at `line` of `text` given the recent edits (a diff, and their hunks), on the calling thread
     (the model thread in the server; the lab's suite calls it directly)."""
     if "\r\n" in text:   # the model writes "\n": the lines compare without their "\r", which the edit gets back
         pred = predict(engine, text.replace("\r\n", "\n"), line, diff.replace("\r\n", "\n"), recent, path,
-                       language, cancel, speculative, above, below, time_budget_s, min_margin)
+                       language, cancel, speculative, above, below, time_budget_s, min_margin, repeats)
         if pred.edit is not None:
             pred.edit = replace(pred.edit, text=pred.edit.text.replace("\n", "\r\n"),
                                 old_text=pred.edit.old_text.replace("\n", "\r\n"))
         return pred
+    if recent and repeats:   # the user's replacement made again where the old text still stands: no model needed
+        rep = repeat(text, recent[-1], language, line)
+        if rep is not None:
+            start, end, new_text = rep
+            edit, dropped = proposal(text, start, "".join(keep_lines(text)[start:end]), new_text, False, recent,
+                                     language)
+            if edit is not None:
+                return Prediction(edit, None, None, 0, (start, end), None, "repeat")
     if recent:   # after a rename, the region goes where the old name is still used, if not near the cursor
         n_lines = text.count("\n") + (not text.endswith("\n"))
         use = next_use(text, recent[-1], language, region_lines(n_lines, line, above, below))
@@ -167,6 +177,7 @@ class NextEdits:
         self.proposals[uri] = proposal_
         self._issued.append(proposal_.id)
         self.counts["proposed"] += 1
+        self.counts[f"from_{result.source}"] += 1
         self.latency_ms.append((time.monotonic() - t0) * 1000)
         return proposal_
 
@@ -194,7 +205,8 @@ class NextEdits:
         return self._settle(pid, "dismissed")
 
     def summary(self) -> dict:
-        out = {k: self.counts[k] for k in ("requested", "proposed", "empty", "dropped", "accepted", "dismissed")}
+        out = {k: self.counts[k] for k in ("requested", "proposed", "from_repeat", "from_model", "empty", "dropped",
+                                           "accepted", "dismissed")}
         out["filtered"] = dict(self.dropped)
         out["latency_ms_p50"] = round(statistics.median(self.latency_ms)) if self.latency_ms else None
         out["documents"] = len(self.histories)

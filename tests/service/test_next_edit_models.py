@@ -1,7 +1,9 @@
 """The next-edit prediction with the real default models (the `engine` fixture: `models` tier): after a rename
 typed on a variable's definition, the Instruct target, asked through the product's prompt, renames the uses
 below it, and the answer becomes the edit of those lines; generated with speculation (the rewrite drafter
-proposing the region's own tokens), its tokens are those of plain greedy decoding."""
+proposing the region's own tokens), its tokens are those of plain greedy decoding. The rename is answered from
+the text alone in the product (context/repeats.py, checked last here): the model's path is asked with
+`repeats=False` and without the unsure filter, so that its answer is what is checked."""
 import pytest
 
 from lsp_server.context.edits import EditHistory
@@ -52,8 +54,8 @@ def test_the_rename_is_carried_to_the_next_uses_losslessly(engine, deterministic
     text = DOC.replace("    total = 0", "    amount = 0")
     history.record(text)
     args = (text, 1, history.diff("orders.py"), history.recent(), "orders.py", "python")
-    spec = predict(engine, *args)
-    plain = predict(RecordingMargins(engine), *args, speculative=False)
+    spec = predict(engine, *args, repeats=False, min_margin=0.0)
+    plain = predict(RecordingMargins(engine), *args, speculative=False, repeats=False, min_margin=0.0)
 
     assert plain.generation.stop_reason == "stop", plain.generation.text
     assert plain.dropped is None and plain.edit == Edit(
@@ -71,3 +73,13 @@ def test_the_rename_is_carried_to_the_next_uses_losslessly(engine, deterministic
         assert spec.edit == plain.edit
     print(f"\nnext edit: {len(p.tokens)} tokens; plain {p.tok_s:.1f} tok/s in {p.steps} steps, speculative "
           f"{g.tok_s:.1f} tok/s in {g.steps} steps (rewrite drafter {rewrite.accepted}/{rewrite.drafted})")
+
+
+def test_the_product_repeats_the_rename_from_the_text_with_the_models_loaded(engine):
+    history = EditHistory(DOC)
+    text = DOC.replace("    total = 0", "    amount = 0")
+    history.record(text)
+    p = predict(engine, text, 1, history.diff("orders.py"), history.recent(), "orders.py", "python")
+    assert p.source == "repeat" and p.generation is None
+    assert p.edit == Edit(3, 5, "        amount += order.price\n    return amount\n",
+                          "        total += order.price\n    return total\n")

@@ -1,7 +1,10 @@
 """Next edits on the model's queue (service/next_edit.py) with a scripted engine (tests/scripted.py): what is
 proposed and counted, what is refused and why, an edit of the document cancelling the prediction that waits or
 runs, a completion request going first, the proposals settled once. No model file; the real models' answer is
-in test_next_edit_models.py."""
+in test_next_edit_models.py.
+
+The scenario is a rename, which the text alone answers (context/repeats.py) before any model is asked: the tests
+of the model's path turn that off (`model_path`), and the last tests take the repeat's path."""
 from __future__ import annotations
 
 import asyncio
@@ -18,6 +21,12 @@ from lsp_server.service.stats import ServerStats
 from scripted import ScriptedEngine
 
 pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture(autouse=True)
+def model_path(request, monkeypatch):
+    if "repeat_path" not in request.keywords:
+        monkeypatch.setattr("lsp_server.service.next_edit.repeat", lambda *args: None)
 
 URI = "file:///t/orders.py"
 DOC = ("def summarize(orders):\n"
@@ -299,3 +308,24 @@ async def test_an_edit_the_model_was_unsure_of_is_not_proposed(setup, gap, propo
     assert p.margin == gap
     assert (p.edit is not None) == proposed
     assert p.dropped == (None if proposed else "unsure")
+
+
+@pytest.mark.repeat_path
+async def test_a_rename_is_repeated_from_the_text_without_the_model(setup):
+    ne, engine, _ = setup()
+    text = renamed(ne)
+    p = await ne.ask(URI, text, 3, 1, "orders.py", "python")
+    assert p is not None and engine.generations == []   # no generation
+    assert p.edit.text == p.edit.old_text.replace("total", "amount") and "total" in p.edit.old_text
+    s = ne.summary()
+    assert (s["proposed"], s["from_repeat"], s["from_model"]) == (1, 1, 0)
+
+
+@pytest.mark.repeat_path
+async def test_a_change_with_nothing_to_repeat_asks_the_model(setup):
+    ne, engine, _ = setup()
+    ne.opened(URI, DOC)
+    ne.edited(URI, DOC.replace("def summarize(orders):", "def summarize(orders, tax):"))
+    await ne.ask(URI, DOC.replace("def summarize(orders):", "def summarize(orders, tax):"), 2, 0, "orders.py",
+                 "python")
+    assert len(engine.generations) == 1

@@ -103,9 +103,11 @@ def run(engine, cases: list[dict], methods: tuple[str, ...], above: int, below: 
             results["ours"].append(prop)
             latencies.append(took)
             row["ours"] = {"proposal": prop, "s": round(took, 2), "dropped": p.dropped and str(p.dropped),
-                           "tokens": len(g.tokens), "gen_s": round(g.gen_s, 2), "prompt_s": round(g.prompt_s, 2),
-                           "steps": g.steps, "answer": g.text, "margin": p.margin}
-            if speed:
+                           "source": p.source, "margin": p.margin}
+            if g is not None:
+                row["ours"].update(tokens=len(g.tokens), gen_s=round(g.gen_s, 2), prompt_s=round(g.prompt_s, 2),
+                                   steps=g.steps, answer=g.text)
+            if speed and g is not None:
                 _, _, q = ours(engine, case, above, below, speculative=False, min_margin=min_margin)
                 h = q.generation
                 compared += 1
