@@ -20,7 +20,8 @@ OUT = HERE / "out"
 HEADLINE_KEYS = ("pass_at_1", "exact_match", "exact", "tasks", "speedup", "baseline_tok_s", "spec_tok_s",
                  "p50_ms", "p90_ms", "accepted_chars", "parses", "from_ghost_share", "line_starts",
                  "line_starts_answered", "line_starts_right", "line_start_p50_ms", "located", "precision",
-                 "no_edit_rate", "proposals", "latency_s_p50", "identical", "compared", "cases")
+                 "no_edit_rate", "proposals", "latency_s_p50", "shown_latency_s_p50", "from_repeat", "identical",
+                 "compared", "cases")
 
 
 def out_path(name: str) -> Path:
