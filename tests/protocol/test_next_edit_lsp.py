@@ -13,6 +13,7 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from conftest import FIXTURES
+from evals.sessions.replay import plain
 from lsp_helpers import SERVER, open_doc, raw_request, start, stats, wait_ready
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
@@ -70,6 +71,7 @@ async def test_a_rename_is_followed_accepted_and_counted(client: LanguageClient)
     res = await ask(client, uri, 2, RENAMED_LINE)
     edits = field(res, "edits")
     assert len(edits) == 1, (res, str((await stats(client))["next_edit"]))
+    assert (await stats(client))["next_edit"]["from_repeat"] == 1   # found in the text: no model needed
     edit = edits[0]
     assert field(field(edit, "textDocument"), "version") == 2
     after = apply(edited, edit)
@@ -78,14 +80,14 @@ async def test_a_rename_is_followed_accepted_and_counted(client: LanguageClient)
     cmd = field(edit, "command")
     assert field(cmd, "command") == "tandem.nextEditAccepted"
     # the code action carries the same edit for the same version, from the cache: no second generation
-    actions = await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        range=types.Range(start=types.Position(line=RENAMED_LINE, character=0),
-                          end=types.Position(line=RENAMED_LINE, character=0)),
-        context=types.CodeActionContext(diagnostics=[], trigger_kind=types.CodeActionTriggerKind.Automatic)))
-    assert [a.title for a in actions] == ["Tandem: apply the suggested edit"]
-    [text_edit] = actions[0].edit.changes[uri]
-    assert text_edit.new_text == field(edit, "text")
+    # (read as JSON: lsprotocol's converter takes a CodeAction that carries a command for a Command)
+    res = plain(await raw_request(client, "textDocument/codeAction", {
+        "textDocument": {"uri": uri},
+        "range": {"start": {"line": RENAMED_LINE, "character": 0}, "end": {"line": RENAMED_LINE, "character": 0}},
+        "context": {"diagnostics": [], "triggerKind": 2}}, "ne-action"))
+    assert [a["title"] for a in res] == ["Tandem: apply the suggested edit"]
+    [text_edit] = res[0]["edit"]["changes"][uri]
+    assert text_edit["newText"] == field(edit, "text")
     # the client applies it and runs the command
     client.text_document_did_change(types.DidChangeTextDocumentParams(
         text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=3),
@@ -102,7 +104,12 @@ async def test_a_rename_is_followed_accepted_and_counted(client: LanguageClient)
 
 async def test_typing_on_drops_the_prediction(client: LanguageClient):
     uri, _ = open_doc(client, FIXTURES / "lsp" / "shop.py", text=SHOP, uri="file:///tmp/tandem-ne/typing.py")
-    rename(client, uri, 2)
+    # a new parameter: nothing to repeat from the text, so the model is asked (a rename would be answered at once)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=0, character=34), end=types.Position(line=0, character=34)),
+            text=", discount=0")]))
     before = (await stats(client))["next_edit"]["dropped"]
     pending = asyncio.ensure_future(ask(client, uri, 2, RENAMED_LINE))
     await asyncio.sleep(0.3)
