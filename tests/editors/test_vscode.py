@@ -59,12 +59,22 @@ def test_the_extension_builds_and_packages():
     commands = {c["command"]: c["title"] for c in manifest["contributes"]["commands"]}
     assert set(commands) == {"tandem.toggle", "tandem.showStats", "tandem.restart", "tandem.menu", "tandem.snooze",
                              "tandem.toggleLanguage", "tandem.showLog", "tandem.acceptNextWord",
-                             "tandem.acceptNextLine", "tandem.pullModels", "tandem.chooseModel", "tandem.showHealth"}
+                             "tandem.acceptNextLine", "tandem.pullModels", "tandem.chooseModel", "tandem.showHealth",
+                             "tandem.suggestNextEdit", "tandem.acceptNextEdit", "tandem.dismissNextEdit"}
     # every command in the README, by its title
     for title in commands.values():
         assert f"**{title}**" in readme, title
     bound = {k["command"]: k["key"] for k in manifest["contributes"]["keybindings"]}
-    assert bound == {"tandem.acceptNextWord": "ctrl+right", "tandem.acceptNextLine": "ctrl+alt+right"}
+    assert bound == {"tandem.acceptNextWord": "ctrl+right", "tandem.acceptNextLine": "ctrl+alt+right",
+                     "tandem.acceptNextEdit": "tab", "tandem.dismissNextEdit": "escape"}
+    # Tab takes a next edit only while one shows and neither ghost text nor the suggest widget wants the key
+    when = {k["command"]: k["when"] for k in manifest["contributes"]["keybindings"]}
+    assert set(when["tandem.acceptNextEdit"].split(" && ")) == {
+        "tandem.nextEditVisible", "editorTextFocus", "!inlineSuggestionVisible", "!suggestWidgetVisible"}
+    assert set(when["tandem.dismissNextEdit"].split(" && ")) == {"tandem.nextEditVisible", "editorTextFocus"}
+    # the accept command is the server's (vscode-languageclient registers it from executeCommandProvider): the
+    # extension must not declare it, or registering it twice fails
+    assert "tandem.nextEditAccepted" not in commands
 
 
 def test_the_client_attaches_to_the_default_languages_and_sends_what_the_user_set():
@@ -94,6 +104,30 @@ console.log(JSON.stringify({
     assert out["defaults"] == ids and out["selector"] == ids
     assert out["more"] == ids + ["markdown"]   # a default turned off stays attached: the server says no for it
     assert out["sent"] == {"backend": "http://team:8080", "timeBudgetMs": 1200, "enabled": False}
+
+
+def test_a_next_edit_shows_the_lines_it_changes_beside_the_old_ones():
+    """out/edit-preview.js (free of the vscode module) in Node: of the region the server rewrites, only the lines
+    that change are struck and get their new text beside them; new lines beyond the old ones join the last one;
+    an insertion shows after the line above it."""
+    npm("run", "build")
+    script = """
+const { preview } = require("./out/edit-preview.js");
+console.log(JSON.stringify([
+  preview(["def f(xs):", "    total = 0", "    for x in xs:", "        total += x", "    return total"],
+          ["def f(xs):", "    total = 0", "    for x in xs:", "        subtotal += x", "    return subtotal"], 10),
+  preview(["a = 1", "b = 2", "c = 3"], ["A = 1", "b = 2", "C = 3", "D = 4"], 0),
+  preview(["a", "b"], ["a", "x", "y", "b"], 5),
+  preview(["a", "b", "c"], ["a", "c"], 0),
+]));"""
+    r = subprocess.run(["node", "-e", script], cwd=EXT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rename, pairs, insertion, deletion = json.loads(r.stdout)
+    assert rename == {"struck": [13, 14], "beside": [{"line": 13, "text": "subtotal += x"},
+                                                     {"line": 14, "text": "return subtotal"}]}
+    assert pairs == {"struck": [0, 2], "beside": [{"line": 0, "text": "A = 1"}, {"line": 2, "text": "C = 3 ⏎ D = 4"}]}
+    assert insertion == {"struck": [], "beside": [{"line": 5, "text": "+ x ⏎ y"}]}
+    assert deletion == {"struck": [1], "beside": []}
 
 
 def test_protocol_from_node(tmp_path):
