@@ -142,15 +142,13 @@ export class NextEdits implements vscode.Disposable {
 
   private show(editor: vscode.TextEditor, edit: InlineEdit): void {
     const doc = editor.document;
-    const start = Math.min(edit.range.start.line, doc.lineCount);
-    // end.line may be the line count: the range then runs to the document's end
-    const endLine = Math.min(edit.range.end.line, doc.lineCount);
-    const end = endLine >= doc.lineCount ? doc.lineAt(doc.lineCount - 1).range.end : new vscode.Position(endLine, 0);
-    const range = new vscode.Range(new vscode.Position(start, 0), end);
-    const oldLines: string[] = [];
-    for (let l = start; l < endLine; l++) oldLines.push(doc.lineAt(l).text);
-    const newLines = edit.text.endsWith("\n") ? edit.text.slice(0, -1).split("\n") : edit.text.split("\n");
-    const p = preview(oldLines, edit.text ? newLines : [], start);
+    // the end is a line's start, or the document's end: the line count (which validateRange takes to the end)
+    // or, with no newline at the end, the last line's end
+    const r = edit.range;
+    const range = doc.validateRange(new vscode.Range(r.start.line, r.start.character, r.end.line, r.end.character));
+    // the lines as the region's: a last newline ends the last line, it does not start one more
+    const lines = (t: string) => (t === "" ? [] : (t.endsWith("\n") ? t.slice(0, -1) : t).split("\n"));
+    const p = preview(lines(doc.getText(range).replace(/\r\n/g, "\n")), lines(edit.text), range.start.line);
     if (!p.struck.length && !p.beside.length) return;   // it changes nothing
     this.dismiss();
     this.shown = { editor, edit, range, first: (p.struck[0] ?? p.beside[0].line), jumped: false };
