@@ -40,8 +40,9 @@ export class NextEdits implements vscode.Disposable {
   private pending: vscode.CancellationTokenSource | undefined;
   private shown: Shown | undefined;
   private readonly disposables: vscode.Disposable[] = [];
+  // the old lines' text, not their whole width nor their indentation: the new text beside them then stands on
+  // the editor's own background, where its green reads as green
   private readonly oldType = vscode.window.createTextEditorDecorationType({
-    isWholeLine: true,
     backgroundColor: new vscode.ThemeColor("diffEditor.removedTextBackground"),
     textDecoration: "line-through",
     overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.modifiedForeground"),
@@ -152,7 +153,10 @@ export class NextEdits implements vscode.Disposable {
     if (!p.struck.length && !p.beside.length) return;   // it changes nothing
     this.dismiss();
     this.shown = { editor, edit, range, first: (p.struck[0] ?? p.beside[0].line), jumped: false };
-    editor.setDecorations(this.oldType, p.struck.map((l) => doc.lineAt(l).range));
+    editor.setDecorations(this.oldType, p.struck.map((l) => {
+      const line = doc.lineAt(l);
+      return new vscode.Range(l, line.firstNonWhitespaceCharacterIndex, l, line.text.length);
+    }));
     editor.setDecorations(this.newType, p.beside.map(({ line, text }) => ({
       range: doc.lineAt(line).range,
       renderOptions: { after: {
