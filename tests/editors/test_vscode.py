@@ -205,7 +205,9 @@ def test_next_edit_in_a_real_vscode(tmp_path):
     the lines that still say `name` struck through, the new text beside them; Escape drops it and leaves the text
     as it was. In another file `total` becomes `subtotal`: the next edit shows (the screenshot,
     docs/vscode-next-edit.png is one), Tab takes it and the function says `subtotal` throughout. The server's
-    statistics count one dismissed and one accepted next edit."""
+    statistics count one dismissed and one accepted next edit. Last, a rename on the screen's last line whose
+    follow-up is below it: a hint at the cursor's line says where, the first Tab goes there and the second takes
+    it."""
     tools = subprocess.run(["bash", str(ROOT / "scripts" / "install-editors.sh")], capture_output=True,
                            text=True, timeout=1200)
     assert tools.returncode == 0, tools.stderr[-3000:]
@@ -236,5 +238,14 @@ def test_next_edit_in_a_real_vscode(tmp_path):
     assert "return subtotal" in accepted["text"], accepted
     # the server counted both (tandem/stats, as Tandem: Show Statistics shows it)
     assert out["stats"]["accepted"] == 1 and out["stats"]["dismissed"] == 1, out["stats"]
+    # below the screen: a hint at the cursor's line, the first Tab goes there, the second takes it
+    jumped = out["jumped"]
+    assert 44 in jumped["before"] and 46 not in jumped["before"], jumped   # `count += 1` was off the screen
+    assert "Tab: go to the suggested edit, line 46" in jumped["shown"]["beside"], jumped
+    assert jumped["cursor"] == 46 and any("count += 1" in line for line in jumped["there"]["struck"]), jumped
+    assert not any(t.startswith("Tab: go to") for t in jumped["there"]["beside"]), jumped
+    assert jumped["after"] == {"struck": [], "beside": []}, jumped
+    assert "total_count += 1" in jumped["text"] and "return total_count" in jumped["text"], jumped
+    assert out["stats_end"]["accepted"] == 2, out["stats_end"]
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")

@@ -255,10 +255,33 @@ const CART = `def order_total(items):
         total += item.price * item.quantity
     return total
 `;
+// the same below 40 lines of constants, for an edit below the screen's last line
+const COUNTS = Array.from({ length: 40 }, (_, i) => `LIMIT_${i} = ${i * 10}\n`).join("") + `
+
+def count_rows(rows):
+    count = 0
+    for row in rows:
+        count += 1
+    return count
+`;
+const COUNT_LINE = 44;   // "    count = 0", 1-based
+
+// the line numbers the editor shows
+async function shownLineNumbers(page) {
+  return page.$$eval(".part.editor .monaco-editor .margin-view-overlays .line-numbers",
+                     (els) => els.map((e) => Number(e.textContent)).filter((n) => n > 0));
+}
+
+// the cursor's line as the status bar says it ("Ln 12, Col 5")
+async function cursorLine(page) {
+  const items = await page.$$eval(".statusbar-item", (els) => els.map((e) => e.textContent || ""));
+  const m = items.join(" ").match(/Ln (\d+), Col \d+/);
+  return m ? Number(m[1]) : null;
+}
 
 async function nextEdit() {
   const { page, close } = await launch({ "tandem.serverPath": tandemBin, "tandem.timeBudgetMs": 30000 },
-                                       { "shapes.py": SHAPES, "cart.py": CART });
+                                       { "shapes.py": SHAPES, "cart.py": CART, "counts.py": COUNTS });
   out.ok = true;
   const fail = async (why) => {
     out.ok = false;
@@ -303,6 +326,37 @@ async function nextEdit() {
     await showStats(page);
     out.stats = await statsBlock(page, "next_edit");
     note(`next_edit statistics: ${JSON.stringify(out.stats)}`);
+    // an edit below the screen: the view scrolled (Ctrl+Up moves it, not the cursor) until the cursor's line is
+    // the last one shown; the hint says where the edit is, the first Tab goes there, the second takes it
+    await page.keyboard.press("Escape");
+    await openFile(page, "counts.py");
+    await toLine(page, COUNT_LINE);
+    for (let i = 0; i < 40; i++) {
+      const shown = await shownLineNumbers(page);
+      if (!shown.includes(COUNT_LINE + 1)) break;
+      await page.keyboard.press("Control+ArrowUp");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    out.jumped = { before: await shownLineNumbers(page) };
+    await page.keyboard.type("total_", { delay: 60 });
+    const t2 = Date.now();
+    out.jumped.shown = await waitForNextEdit(page, 120000);
+    out.jumped.ms = Date.now() - t2;
+    note(`next edit in counts.py after ${out.jumped.ms} ms: ${JSON.stringify(out.jumped.shown)}`);
+    if (!out.jumped.shown) await fail("no next edit in counts.py");
+    await page.keyboard.press("Tab");
+    await new Promise((r) => setTimeout(r, 1000));
+    out.jumped.cursor = await cursorLine(page);
+    out.jumped.there = await nextEditOnScreen(page);
+    note(`after the first Tab: line ${out.jumped.cursor}, ${JSON.stringify(out.jumped.there)}`);
+    await page.keyboard.press("Tab");
+    await new Promise((r) => setTimeout(r, 1000));
+    out.jumped.after = await nextEditOnScreen(page);
+    out.jumped.text = (await editorLines(page)).join("\n");
+    note(`after the second Tab:\n${out.jumped.text}`);
+    await showStats(page);
+    out.stats_end = await statsBlock(page, "next_edit");
+    note(`next_edit statistics at the end: ${JSON.stringify(out.stats_end)}`);
   } catch (e) {
     await fail(String(e && e.stack || e));
   } finally {
