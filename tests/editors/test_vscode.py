@@ -220,7 +220,7 @@ def test_next_edit_in_a_real_vscode(tmp_path):
     # no config.toml of the user's: the local models, the defaults
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
     r = subprocess.run([node24, "test/ui.js", f"{tools_dir}/code-server", str(vsix), tandem, str(tmp_path / "ui"),
-                        str(shot), "next-edit"], cwd=EXT, capture_output=True, text=True, timeout=600, env=env)
+                        str(shot), "next-edit"], cwd=EXT, capture_output=True, text=True, timeout=900, env=env)
     (tmp_path / "ui.log").write_text(r.stdout + r.stderr)
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert r.returncode == 0 and out["ok"], (out, r.stderr[-3000:])

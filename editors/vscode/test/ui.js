@@ -326,11 +326,14 @@ async function nextEdit() {
     await showStats(page);
     out.stats = await statsBlock(page, "next_edit");
     note(`next_edit statistics: ${JSON.stringify(out.stats)}`);
-    // an edit below the screen: the view scrolled (Ctrl+Up moves it, not the cursor) until the cursor's line is
-    // the last one shown; the hint says where the edit is, the first Tab goes there, the second takes it
+    // an edit below the screen: once the rename is typed (typing brings the lines below the cursor into view),
+    // the view scrolled (Ctrl+Up moves it, not the cursor) until the cursor's line is the last one shown; the
+    // hint says where the edit is, the first Tab goes there, the second takes it
     await page.keyboard.press("Escape");
     await openFile(page, "counts.py");
     await toLine(page, COUNT_LINE);
+    await page.keyboard.type("total_", { delay: 60 });
+    const t2 = Date.now();
     for (let i = 0; i < 40; i++) {
       const shown = await shownLineNumbers(page);
       if (!shown.includes(COUNT_LINE + 1)) break;
@@ -338,8 +341,6 @@ async function nextEdit() {
       await new Promise((r) => setTimeout(r, 100));
     }
     out.jumped = { before: await shownLineNumbers(page) };
-    await page.keyboard.type("total_", { delay: 60 });
-    const t2 = Date.now();
     out.jumped.shown = await waitForNextEdit(page, 120000);
     out.jumped.ms = Date.now() - t2;
     note(`next edit in counts.py after ${out.jumped.ms} ms: ${JSON.stringify(out.jumped.shown)}`);
