@@ -84,6 +84,11 @@ def cmd_speed(args) -> None:
     run_speed(args)
 
 
+def cmd_next_edit(args) -> None:
+    from evals.suites.next_edit.run import cli_main
+    cli_main(args, load_engine)
+
+
 def own_engine_argument(parser) -> None:
     parser.add_argument("--shared-engine", action="store_true",
                         help="the servers use this user's running shared engine (its KV store holds what earlier "
@@ -193,6 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--threads", type=int, default=0, help="CPU threads (default 2)")
     q.add_argument("--reps", type=int, default=5, help="repetitions; the best is reported (default 5)")
     q.set_defaults(func=cmd_kv_bench)
+
+    n = sub.add_parser("next-edit", parents=[common], help="next-edit proposals over real edits from commit "
+                       "histories, beside the plain prompted model and no prediction (--speed: speculation side by side)")
+    from evals.suites.next_edit.run import add_arguments as next_edit_arguments
+    next_edit_arguments(n)
+    add_engine_options(n)
+    n.set_defaults(func=cmd_next_edit, stats="")
 
     b = sub.add_parser("speed", parents=[common], help="`tandem bench` with the lab's columns: a fixed draft-model "
                        "path, llama.cpp's own speculation, shadow acceptance and cost projections, servers")

@@ -49,7 +49,8 @@ class ScriptedEngine:
 
     # ---- tokens --------------------------------------------------------------------------------------------
 
-    def tokenize(self, text: str) -> list[int]:
+    def tokenize(self, text: str, special: bool = False) -> list[int]:
+        # one token a character: a chat template's control tokens written as text (`special`) stay characters
         return [BASE + ord(c) for c in text]
 
     def detokenize(self, tokens: list[int]) -> str:

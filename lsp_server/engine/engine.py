@@ -267,8 +267,8 @@ class LocalEngine:
             return None
         return draft
 
-    def tokenize(self, text: str) -> list[int]:
-        return self.target.tokenize(text)
+    def tokenize(self, text: str, special: bool = False) -> list[int]:
+        return self.target.tokenize(text, special)
 
     def generate(self, req: GenerationRequest, cancel: threading.Event | None = None) -> Generation:
         if not self.cfg.speculation:

@@ -30,8 +30,9 @@ class Engine(Protocol):
     fim: FimTokens | None          # None: the vocabulary has no FIM tokens, prompts are the prefix only
     warnings: list[str]            # what the user was warned of while it loaded and since
 
-    def tokenize(self, text: str) -> list[int]:
-        """The target vocabulary's tokens of `text`."""
+    def tokenize(self, text: str, special: bool = False) -> list[int]:
+        """The target vocabulary's tokens of `text` (`special`: control tokens written as text, such as a chat
+        template's, are those tokens)."""
         ...
 
     def cached(self, tokens: list[int]) -> int:

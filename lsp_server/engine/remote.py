@@ -187,8 +187,8 @@ class RemoteEngine:
 
     # ---- the engine interface -----------------------------------------------------------------------------
 
-    def tokenize(self, text: str) -> list[int]:
-        return self.vocab.tokenize(text)
+    def tokenize(self, text: str, special: bool = False) -> list[int]:
+        return self.vocab.tokenize(text, special)
 
     def cached(self, tokens: list[int]) -> int:
         return max(shared_prefix(s, tokens) for s in self.slots)

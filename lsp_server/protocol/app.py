@@ -5,13 +5,13 @@ import logging
 import os
 import sys
 
-from . import completion, documents, health, lifecycle, statistics
+from . import completion, documents, health, lifecycle, next_edit, statistics
 from .server import TandemServer
 
 
 def build_server() -> TandemServer:
     server = TandemServer()
-    for module in (lifecycle, documents, completion, statistics, health):
+    for module in (lifecycle, documents, completion, statistics, health, next_edit):
         module.register(server)
     return server
 

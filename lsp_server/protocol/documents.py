@@ -137,6 +137,7 @@ def register(server: TandemServer) -> None:
     def did_open(ls: TandemServer, params: types.DidOpenTextDocumentParams):
         doc = ls.workspace.get_text_document(params.text_document.uri)
         _check(ls, doc, announce=True)
+        ls.service.next_edits.opened(doc.uri, doc.source)
         if doc.uri not in ls.refused and ls.service.ready:
             # an editor opens a file at its top: fill the page there (a small file's page is the whole file, so
             # a first request anywhere in it reuses everything up to its cursor)

@@ -4,8 +4,8 @@ cancel flag, posted here; one thread takes them one at a time, so at most one mo
 
 Order: when the thread is free, the tasks cancelled meanwhile leave first, in the order they came, each resolved
 with its `dropped` value without running (a cancelled task never starts); then the live task of highest priority
-runs, the oldest first among equals: a load and a request before a prefetch or an offer (unless a request waits
-for that one), those before a fill step. A task's cancel flag is the one its work checks (the engine stops within
+runs, the oldest first among equals: a load and a request before a prefetch, an offer or a next edit (unless a
+request waits for that one), those before a fill step. A task's cancel flag is the one its work checks (the engine stops within
 a chunk): cancelling by id sets it, whether the task waits or runs. A task whose work raises is logged at warning
 with its kind and counted (`on_failure`); its future carries the exception to whoever waits for it."""
 from __future__ import annotations
@@ -40,6 +40,7 @@ class TaskKind(StrEnum):
     PREFETCH = "prefetch"    # the next suggestion, generated as if the shown one were accepted (prefetch.py)
     OFFER = "offer"          # the page's answer where a shorter prompt's was shown (offer.py)
     FILL = "fill"            # a fill step: prompt tokens evaluated ahead (fill.py)
+    NEXT_EDIT = "next_edit"  # the edit that follows the user's change (next_edit.py)
 
 
 class Priority(IntEnum):
@@ -50,7 +51,8 @@ class Priority(IntEnum):
 
 
 PRIORITY = {TaskKind.LOAD: Priority.NOW, TaskKind.REQUEST: Priority.NOW, TaskKind.PREFETCH: Priority.BACKGROUND,
-            TaskKind.OFFER: Priority.BACKGROUND, TaskKind.FILL: Priority.IDLE}
+            TaskKind.OFFER: Priority.BACKGROUND, TaskKind.FILL: Priority.IDLE,
+            TaskKind.NEXT_EDIT: Priority.BACKGROUND}
 
 
 @dataclass(eq=False)

@@ -21,6 +21,7 @@ from .fill import Filler, where
 from .job import Job, Take
 from .jobs import Jobs
 from .model import Model
+from .next_edit import NextEdits
 from .offer import Offers
 from .prefetch import after_accept, worth_it
 from .queue import Task, TaskKind
@@ -58,6 +59,7 @@ class CompletionService:
         self.tasks = Background()
         self.filler = Filler(self.model, self.tasks, pending=self.requests_pending, offer=self._offer)
         self.offers = Offers(self.model)   # the protocol stage sets its `notify`
+        self.next_edits = NextEdits(self.model)
         self._latest: dict[str, asyncio.Future] = {}   # uri -> set when a newer request for it arrives
         self._last_request: dict[str, float] = {}      # uri -> when its latest request arrived
         self._cursor: dict[str, CompletionRequest] = {}  # uri -> the cursor as last told (open, edit, move, request)
@@ -364,12 +366,14 @@ class CompletionService:
     def on_edit(self, uri: str, text: str) -> None:
         """An edit supersedes the document's work unless it only typed what a generation is writing."""
         self.jobs.edited(uri, text, self.model.near_cursor_keep)
+        self.next_edits.edited(uri, text)
 
     def on_close(self, uri: str) -> None:
         self.jobs.cancel(uri)
         self.cache.forget(uri)
         self.filler.forget(uri)
         self.offers.forget(uri)
+        self.next_edits.closed(uri)
         self._last_request.pop(uri, None)
         self._cursor.pop(uri, None)
 
@@ -445,6 +449,7 @@ class CompletionService:
         self.model.summary(out)
         out["fill"] = self.filler.summary()
         out["offers"] = self.offers.summary()
+        out["next_edit"] = self.next_edits.summary()
         out["loads"] = self.loads
         out["background"] = {"running": len(self.tasks), "failed": self.tasks.failures}
         return out

@@ -94,6 +94,8 @@ class Settings:
     # client (tandem/betterCompletion) where it differs, so it asks again (offer.py): on the real-projects suite
     # the offer's first lines are right more often than the fast prompt's, on both halves
     offer_better: bool = True
+    # after an edit rests, propose the edit that follows it (textDocument/copilotInlineEdit, the code action)
+    next_edit: bool = True
     max_file_bytes: int = 4 << 20
     # the files the document imports, read from the workspace on disk (never secrets, nor what .gitignore or
     # .tandemignore ignore), and recently edited and viewed code of other files go in the prompt. Off until it

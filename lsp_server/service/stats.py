@@ -38,6 +38,7 @@ class Stage(StrEnum):
     MODEL_PREFETCH = "model.prefetch"
     MODEL_OFFER = "model.offer"
     MODEL_FILL = "model.fill"
+    MODEL_NEXT_EDIT = "model.next_edit"
 
 
 @dataclass

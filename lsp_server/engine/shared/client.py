@@ -247,8 +247,8 @@ class SharedEngine:
 
     # ---- the engine interface -----------------------------------------------------------------------------
 
-    def tokenize(self, text: str) -> list[int]:
-        return self.vocab.tokenize(text)
+    def tokenize(self, text: str, special: bool = False) -> list[int]:
+        return self.vocab.tokenize(text, special)
 
     def cached(self, tokens: list[int]) -> int:
         try:

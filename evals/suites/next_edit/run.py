@@ -1,0 +1,175 @@
+"""`tandem-eval next-edit`: the product's next-edit prediction (lsp_server.service.next_edit.predict) over the
+suite's cases, beside the baselines on the same cases: `plain`, the same target asked plainly with the same region
+(the recent edits and the code, no context above, no filters: the model's raw answer as the proposal) and `none`
+(no prediction). `--speed` also generates each of the product's prompts without speculation and compares: the
+output must be identical, and tokens/s is set side by side.
+
+Each case's window is the document (the suite keeps no more of the file); the cursor is the case's."""
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+
+from lsp_server.context.edits import Hunk
+from lsp_server.engine import CUT_SHORT, GenerationRequest
+from lsp_server.postprocess.next_edit import changed_lines
+from lsp_server.prompt.next_edit import FENCE, LINES_ABOVE, LINES_BELOW, region_lines
+from lsp_server.service.next_edit import MAX_EXTRA_TOKENS, predict
+
+from . import DEFAULT_CASES, load_cases
+from .score import score, table
+
+HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def hunks_of(diff: str) -> list[Hunk]:
+    """The hunks of a unified diff without context (the suite's `recent_edits`)."""
+    out: list[Hunk] = []
+    cur = None
+    for line in diff.splitlines():
+        m = HUNK_RE.match(line)
+        if m:
+            if cur:
+                out.append(Hunk(cur[0], tuple(cur[1]), tuple(cur[2])))
+            # the new side's first line; where it is empty (a deletion), the line after which it stands
+            cur = (int(m.group(3)) - (m.group(4) != "0"), [], [])
+        elif cur and line.startswith("-") and not line.startswith("---"):
+            cur[1].append(line[1:])
+        elif cur and line.startswith("+") and not line.startswith("+++"):
+            cur[2].append(line[1:])
+    if cur:
+        out.append(Hunk(cur[0], tuple(cur[1]), tuple(cur[2])))
+    return out
+
+
+PLAIN = ("Recent edit:\n```diff\n{diff}```\n\nCode:\n```{fence}\n{region}```\n\nPredict the next edit. Reply with "
+         "the rewritten code only.")
+
+
+def plain(engine, case: dict, above: int, below: int) -> tuple[dict | None, float, int]:
+    """The plain prompted model: the same region, a plain request, its answer taken as it is."""
+    text, line = case["before_window"], case["cursor"]["line"]
+    lines = text.splitlines(keepends=True)
+    start, end = region_lines(len(lines), line, above, below)
+    region = "".join(lines[start:end])
+    fence = FENCE.get(case["language"], "")
+    user = PLAIN.format(diff=case["recent_edits"], fence=fence, region=region)
+    prompt = f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n```{fence}\n"
+    source = engine.tokenize(region)
+    t0 = time.monotonic()
+    gen = engine.generate(GenerationRequest(engine.tokenize(prompt, special=True), max_tokens=len(source) +
+                                            MAX_EXTRA_TOKENS, stop=("```",), language=case["language"],
+                                            rewrite_source=source, time_budget_s=60))
+    change = changed_lines(region, gen.text, gen.stop_reason in CUT_SHORT)
+    if change is None:
+        return None, time.monotonic() - t0, len(gen.tokens)
+    i1, i2, new = change
+    return {"start_line": start + i1, "end_line": start + i2, "text": new}, time.monotonic() - t0, len(gen.tokens)
+
+
+def ours(engine, case: dict, above: int, below: int, speculative: bool = True):
+    diff = case["recent_edits"]
+    t0 = time.monotonic()
+    p = predict(engine, case["before_window"], case["cursor"]["line"], diff, hunks_of(diff), case["path"],
+                case["language"], speculative=speculative, above=above, below=below)
+    took = time.monotonic() - t0
+    e = p.edit
+    prop = None if e is None else {"start_line": e.start, "end_line": e.end, "text": e.text}
+    return prop, took, p
+
+
+def run(engine, cases: list[dict], methods: tuple[str, ...], above: int, below: int, speed: bool,
+        out_path: Path | None, log=print) -> dict:
+    results: dict[str, list] = {m: [] for m in methods}
+    rows = []
+    spec_tok, spec_s, plain_tok, plain_s, identical, compared = 0, 0.0, 0, 0.0, 0, 0
+    latencies = []
+    for i, case in enumerate(cases):
+        row = {"id": case["id"]}
+        if "ours" in methods:
+            prop, took, p = ours(engine, case, above, below)
+            g = p.generation
+            results["ours"].append(prop)
+            latencies.append(took)
+            row["ours"] = {"proposal": prop, "s": round(took, 2), "dropped": p.dropped and str(p.dropped),
+                           "tokens": len(g.tokens), "gen_s": round(g.gen_s, 2), "prompt_s": round(g.prompt_s, 2),
+                           "steps": g.steps, "answer": g.text}
+            if speed:
+                _, _, q = ours(engine, case, above, below, speculative=False)
+                h = q.generation
+                compared += 1
+                identical += h.tokens == g.tokens
+                spec_tok, spec_s = spec_tok + len(g.tokens), spec_s + g.gen_s
+                plain_tok, plain_s = plain_tok + len(h.tokens), plain_s + h.gen_s
+                row["plain_decoding"] = {"tokens": len(h.tokens), "gen_s": round(h.gen_s, 2),
+                                         "same": h.tokens == g.tokens}
+        if "plain" in methods:
+            prop, took, n = plain(engine, case, above, below)
+            results["plain"].append(prop)
+            row["plain"] = {"proposal": prop, "s": round(took, 2), "tokens": n}
+        if "none" in methods:
+            results["none"].append(None)
+        rows.append(row)
+        if log:
+            o = row.get("ours", {})
+            log(f"[{i + 1}/{len(cases)}] {case['id']}: ours {'-' if not o.get('proposal') else 'edit'} "
+                f"({o.get('dropped') or ''}) {o.get('s', '')} s")
+    figures = {m: score(cases, results[m]) for m in methods}
+    summary = {"cases": len(cases), "figures": figures, "region": [above, below]}
+    if latencies:
+        summary["latency_s_p50"] = round(statistics.median(latencies), 2)
+    if speed and compared:
+        summary["speed"] = {"compared": compared, "identical": identical,
+                            "spec_tok_s": round(spec_tok / spec_s, 1) if spec_s else None,
+                            "plain_tok_s": round(plain_tok / plain_s, 1) if plain_s else None}
+        if spec_s and plain_s:
+            summary["speed"]["speedup"] = round((spec_tok / spec_s) / (plain_tok / plain_s), 2)
+    if out_path:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(out_path, "w") as f:
+            json.dump({"summary": summary, "rows": rows}, f, indent=1)
+    return summary
+
+
+def report(summary: dict) -> str:
+    out = []
+    for m, fig in summary["figures"].items():
+        out.append(f"== {m}\n{table(fig)}")
+    if "latency_s_p50" in summary:
+        out.append(f"ours: ask -> answer p50 {summary['latency_s_p50']} s")
+    if "speed" in summary:
+        s = summary["speed"]
+        out.append(f"speed on the same prompts: speculative {s['spec_tok_s']} tok/s, plain {s['plain_tok_s']} "
+                   f"tok/s ({s.get('speedup')}x); identical output {s['identical']}/{s['compared']}")
+    return "\n".join(out)
+
+
+def cli_main(args, load_engine) -> dict:
+    cases = load_cases(Path(args.cases) if args.cases else DEFAULT_CASES, args.half,
+                       args.languages.split(",") if args.languages else None)
+    if args.limit:
+        # an even spread over the languages and kinds, not the file's first cases
+        step = max(1, len(cases) // args.limit)
+        cases = cases[::step][:args.limit]
+    engine, _ = load_engine(args)
+    try:
+        summary = run(engine, cases, tuple(args.methods.split(",")), args.above, args.below, args.speed,
+                      Path(args.json) if args.json else None)
+    finally:
+        engine.close()
+    print(report(summary))
+    return summary
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--cases", help="the suite's cases (default: the committed file)")
+    p.add_argument("--half", default="tune", choices=("tune", "confirm", "all"))
+    p.add_argument("--languages", help="comma-separated, e.g. python,go")
+    p.add_argument("--limit", type=int, default=0, help="at most this many cases, spread over the half")
+    p.add_argument("--methods", default="ours,plain,none", help="of ours, plain, none")
+    p.add_argument("--above", type=int, default=LINES_ABOVE, help="region lines above the cursor's")
+    p.add_argument("--below", type=int, default=LINES_BELOW, help="region lines below it")
+    p.add_argument("--speed", action="store_true", help="also generate ours without speculation, side by side")

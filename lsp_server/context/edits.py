@@ -1,0 +1,146 @@
+"""Each open document's recent edits, as hunks of whole lines (what a next-edit prediction reads, as Zeta and
+Sweep do): keystrokes on the same lines coalesce into one hunk, a change elsewhere closes it; an edit that
+reverses the hunk before it (an undo, or typing the old text back) removes both; a close forgets the document.
+
+A hunk's line numbers are those of the text as it stood when the hunk was made, as in a sequence of diffs each
+applied to the result of the one before."""
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+MAX_HUNKS = 6        # the recent edits a prompt shows, at most (the oldest go first)
+MAX_HUNK_LINES = 24  # a hunk's lines on either side shown at most (a paste of a page tells little of what follows)
+
+
+@dataclass(frozen=True)
+class Hunk:
+    start: int                 # 0-based line where the old lines stood (and the new ones stand)
+    old: tuple[str, ...]       # lines without their ends
+    new: tuple[str, ...]
+    at: float = 0.0            # time.monotonic() of its last keystroke
+
+    @property
+    def end(self) -> int:
+        """The line after the new lines."""
+        return self.start + len(self.new)
+
+    def reverses(self, other: "Hunk") -> bool:
+        return self.start == other.start and self.old == other.new and self.new == other.old
+
+    def diff(self) -> str:
+        old, new = self.old[:MAX_HUNK_LINES], self.new[:MAX_HUNK_LINES]
+        # an empty side's line is the one after which the lines were taken out or put in (as git writes it, and
+        # the next-edit suite's diffs, which the prompt is measured with): `@@ -4,0 +5,1 @@` inserts after line 4
+        head = (f"@@ -{self.start + bool(self.old)},{len(self.old)} "
+                f"+{self.start + bool(self.new)},{len(self.new)} @@\n")
+        return head + "".join(f"-{line}\n" for line in old) + "".join(f"+{line}\n" for line in new)
+
+
+def line_change(before: list[str], after: list[str]) -> Hunk | None:
+    """The one span of lines that differs between two versions (common leading and trailing lines left out);
+    None where they are equal."""
+    n = min(len(before), len(after))
+    lo = 0
+    while lo < n and before[lo] == after[lo]:
+        lo += 1
+    if lo == len(before) == len(after):
+        return None
+    hi = 0
+    while hi < n - lo and before[-1 - hi] == after[-1 - hi]:
+        hi += 1
+    return Hunk(lo, tuple(before[lo:len(before) - hi]), tuple(after[lo:len(after) - hi]))
+
+
+def _lines(text: str) -> list[str]:
+    return text.split("\n")
+
+
+def keep_lines(text: str) -> list[str]:
+    """The lines of a text with their "\n" ends (only "\n" ends a line, as LSP's positions count here; a last
+    line without one is kept as it is)."""
+    out = text.split("\n")
+    last = out.pop()
+    return [line + "\n" for line in out] + ([last] if last else [])
+
+
+class EditHistory:
+    """One document's edits. `record` is told each new version of the text."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.hunks: deque[Hunk] = deque(maxlen=MAX_HUNKS)   # closed hunks, oldest first
+        self._base: list[str] | None = None   # the text before the open hunk's first keystroke
+        self.open: Hunk | None = None         # the hunk being typed
+
+    def record(self, text: str, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        before, after = _lines(self.text), _lines(text)
+        self.text = text
+        change = line_change(before, after)
+        if change is None:
+            return
+        if self.open is not None and not self._touches(change):
+            self._close()
+        if self.open is None:
+            self._base = before
+        self.open = line_change(self._base, after)
+        if self.open is None:            # typed back to where the hunk began: no edit
+            self._base = None
+            return
+        self.open = Hunk(self.open.start, self.open.old, self.open.new, now)
+        if self.hunks and self.open.reverses(self.hunks[-1]):
+            self.hunks.pop()             # an undo of the hunk before
+            self.open, self._base = None, None
+
+    def _touches(self, change: Hunk) -> bool:
+        # in the coordinates of the text before this change, the open hunk's new lines are [start, end)
+        return change.start <= self.open.end and change.start + len(change.old) >= self.open.start
+
+    def _close(self) -> None:
+        if self.open is not None:
+            self.hunks.append(self.open)
+        self.open, self._base = None, None
+
+    def recent(self) -> list[Hunk]:
+        """The recent hunks, oldest first, the one being typed last: MAX_HUNKS at most (the closed ones kept are
+        MAX_HUNKS too, so that after an undo the one before it is shown again)."""
+        return (list(self.hunks) + ([self.open] if self.open is not None else []))[-MAX_HUNKS:]
+
+    def diff(self, path: str) -> str:
+        """The recent hunks as a unified diff without context lines ("" where there are none)."""
+        hunks = self.recent()
+        if not hunks:
+            return ""
+        return f"--- a/{path}\n+++ b/{path}\n" + "".join(h.diff() for h in hunks)
+
+    def last(self) -> Hunk | None:
+        hunks = self.recent()
+        return hunks[-1] if hunks else None
+
+
+class EditHistories:
+    """The edit histories of the open documents, by uri."""
+
+    def __init__(self):
+        self._by_uri: dict[str, EditHistory] = {}
+
+    def opened(self, uri: str, text: str) -> None:
+        self._by_uri[uri] = EditHistory(text)
+
+    def changed(self, uri: str, text: str, now: float | None = None) -> None:
+        history = self._by_uri.get(uri)
+        if history is None:
+            self._by_uri[uri] = EditHistory(text)
+        else:
+            history.record(text, now)
+
+    def closed(self, uri: str) -> None:
+        self._by_uri.pop(uri, None)
+
+    def get(self, uri: str) -> EditHistory | None:
+        return self._by_uri.get(uri)
+
+    def __len__(self) -> int:
+        return len(self._by_uri)

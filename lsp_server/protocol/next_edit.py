@@ -1,0 +1,118 @@
+"""Next edits over LSP (the service's next_edit.py predicts them):
+
+- `textDocument/copilotInlineEdit` (a request, modelled on GitHub's copilot-language-server): `{textDocument:
+  {uri, version}, position}` -> `{edits: [{id, range, text, textDocument: {uri, version}, command}]}`, an empty
+  list where there is nothing to propose (the setting is off, the models are loading, the user typed on). Clients
+  send it when an edit rests; `$/cancelRequest` stops its generation.
+- the code action "Tandem: apply the suggested edit", the way for every client (Helix's only one): the proposal
+  for the document's version, computed when the user asks for code actions (never when an editor asks on its own
+  at every cursor move);
+- the command `tandem.nextEditAccepted` [id] that an edit and the action carry, and the notification
+  `tandem/nextEditDismissed` {id}: counted in tandem/stats (`next_edit`)."""
+from __future__ import annotations
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+
+from ..service.next_edit import Proposal
+from .documents import _field, _uri, language_of, open_document, server_position
+from .server import TandemServer
+
+ACCEPTED_COMMAND = "tandem.nextEditAccepted"
+ACTION_TITLE = "Tandem: apply the suggested edit"
+
+
+def lsp_edit(doc: TextDocument, p: Proposal) -> tuple[types.Range, str]:
+    """The proposal's whole lines as an LSP range and its text. Column 0 is the same in every position encoding;
+    where the edit reaches a last line without a newline, the range ends at that line's end instead."""
+    lines = doc.source.split("\n")
+    text = p.edit.text
+    if p.edit.end >= len(lines):     # the last line has no newline: end there, and add none
+        last = len(lines) - 1
+        end = types.Position(line=last, character=doc.position_codec.client_num_units(lines[last]))
+        if text.endswith("\n"):
+            text = text[:-1]
+    else:
+        end = types.Position(line=p.edit.end, character=0)
+    return types.Range(start=types.Position(line=p.edit.start, character=0), end=end), text
+
+
+def _wanted(ls: TandemServer, doc: TextDocument) -> bool:
+    return (ls.settings.next_edit and ls.service.ready and doc.uri not in ls.refused
+            and ls.settings.language_enabled(language_of(doc)))
+
+
+async def _ask(ls: TandemServer, doc: TextDocument, line: int) -> Proposal | None:
+    return await ls.service.next_edits.ask(doc.uri, doc.source, doc.version, line, to_fs_path(doc.uri) or doc.uri,
+                                           language_of(doc))
+
+
+def _current(ls: TandemServer, doc: TextDocument, p: Proposal | None) -> Proposal | None:
+    """The proposal while the document is still the text it was made for."""
+    live = ls.workspace.text_documents.get(doc.uri)
+    return p if p is not None and live is not None and live.version == p.version else None
+
+
+def register(server: TandemServer) -> None:
+    @server.feature("textDocument/copilotInlineEdit")
+    async def inline_edit(ls: TandemServer, params):
+        uri, pos = _uri(params), _field(params, "position")
+        doc = open_document(ls, uri)
+        line, char = _field(pos, "line"), _field(pos, "character")
+        line, _ = server_position(doc, types.Position(line=line if isinstance(line, int) else -1,
+                                                      character=char if isinstance(char, int) else -1))
+        if not _wanted(ls, doc):
+            return {"edits": []}
+        p = _current(ls, doc, await _ask(ls, doc, line))
+        if p is None:
+            return {"edits": []}
+        rng, text = lsp_edit(doc, p)
+        return {"edits": [{
+            "id": p.id, "text": text,
+            "range": {"start": {"line": rng.start.line, "character": rng.start.character},
+                      "end": {"line": rng.end.line, "character": rng.end.character}},
+            "textDocument": {"uri": doc.uri, "version": p.version},
+            "command": {"title": "Accept next edit", "command": ACCEPTED_COMMAND, "arguments": [p.id]},
+        }]}
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+    async def code_action(ls: TandemServer, params: types.CodeActionParams):
+        uri = params.text_document.uri
+        if uri not in ls.workspace.text_documents:
+            return []   # editors ask for code actions on their own: no error for a document we do not hold
+        doc = ls.workspace.get_text_document(uri)
+        if not _wanted(ls, doc):
+            return []
+        p = ls.service.next_edits.cached(uri, doc.version)
+        invoked = params.context.trigger_kind in (None, types.CodeActionTriggerKind.Invoked)
+        if p is None and invoked:
+            try:
+                line, _ = server_position(doc, params.range.start)
+            except Exception:   # a range outside the text: no action, no error for a menu
+                return []
+            p = await _ask(ls, doc, line)
+        p = _current(ls, doc, p)
+        if p is None:
+            return []
+        rng, text = lsp_edit(doc, p)
+        return [types.CodeAction(
+            title=ACTION_TITLE, kind=types.CodeActionKind.QuickFix,
+            edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=rng, new_text=text)]}),
+            command=types.Command(title="Accept next edit", command=ACCEPTED_COMMAND, arguments=[p.id]))]
+
+    @server.command(ACCEPTED_COMMAND)
+    def accepted(ls: TandemServer, *args):
+        pid = args[0] if args else None
+        if isinstance(pid, list):       # pygls hands the arguments over as one list or spread, by version
+            pid = pid[0] if pid else None
+        if isinstance(pid, str):
+            ls.service.next_edits.accepted(pid)
+
+    @server.feature("tandem/nextEditDismissed")
+    def dismissed(ls: TandemServer, params=None):
+        pid = _field(params, "id")
+        if isinstance(pid, str):
+            ls.service.next_edits.dismissed(pid)
+
