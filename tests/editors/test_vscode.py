@@ -1,7 +1,7 @@
 """The VS Code extension: it builds (tsc) and packages into a .vsix (@vscode/vsce) with its runtime
 dependencies, icon, README and CHANGELOG; it attaches to the server's default languages and sends only what the
 user set; the protocol-level check from Node (vscode-languageserver-protocol, what VS Code's client is built on)
-completes, cancels with -32800 and completes again against the real server; and in a real VS Code (code-server)
+completes, cancels with -32800 and completes again against the real server, and takes a next edit; and in a real VS Code (code-server)
 it completes, and the server's settings come from its config.toml and from VS Code's, each said to; and it shows
 the server's next edit after a rename, which Escape drops and Tab takes."""
 import json
@@ -135,10 +135,15 @@ def test_protocol_from_node(tmp_path):
     src = tmp_path / "store.go"
     src.write_text((FIXTURES / "lsp" / "store.go").read_text())
     r = subprocess.run(["node", "test/protocol.js", sys.executable, str(src)], cwd=EXT, capture_output=True,
-                       text=True, timeout=400)
+                       text=True, timeout=480)
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert r.returncode == 0 and out["ok"], (out, r.stderr[-3000:])
     assert out["cancelled"] == -32800 and out["completion"].strip() and out["after_cancel"].strip()
+    # the next edit after a rename: the uses below, for the version asked about, and its command counted
+    edit = out["next_edit"]
+    assert edit["range"]["start"] == {"line": 3, "character": 0} and edit["range"]["end"]["character"] == 0, edit
+    assert "subtotal += item.price" in edit["text"] and "return subtotal" in edit["text"], edit
+    assert (edit["version"], edit["command"], edit["accepted"]) == (2, "tandem.nextEditAccepted", 1), edit
 
 
 def test_in_a_real_vscode(tmp_path):
