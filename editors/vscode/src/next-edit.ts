@@ -119,7 +119,7 @@ export class NextEdits implements vscode.Disposable {
     const version = doc.version, pos = editor.selection.active;
     const source = new vscode.CancellationTokenSource();
     this.pending = source;
-    let edits: InlineEdit[] = [];
+    let edits: InlineEdit[] = [], cancelled = false;
     try {
       const res = await client.sendRequest<{ edits: InlineEdit[] } | null>("textDocument/copilotInlineEdit", {
         textDocument: client.code2ProtocolConverter.asVersionedTextDocumentIdentifier(doc),
@@ -128,12 +128,13 @@ export class NextEdits implements vscode.Disposable {
     } catch {
       // cancelled (the user typed on) or refused: nothing to show, and the server's log says why
     } finally {
+      cancelled = source.token.isCancellationRequested;
       if (this.pending === source) this.pending = undefined;
       source.dispose();
     }
     const edit = edits[0];
     // an answer for an older text would put the edit in the wrong place
-    if (source.token.isCancellationRequested || vscode.window.activeTextEditor !== editor || doc.version !== version) return;
+    if (cancelled || vscode.window.activeTextEditor !== editor || doc.version !== version) return;
     if (!edit || edit.textDocument?.version !== version) {
       if (now) void vscode.window.setStatusBarMessage("Tandem: no next edit here", 3000);
       return;
