@@ -132,6 +132,13 @@ class NextEdits:
         if task is not None:
             self.model.queue.cancel(task.id)
 
+    def yield_to_request(self) -> None:
+        """A completion request came: the predictions running or waiting stop (a rewrite holds the model thread
+        for seconds, and the queue does not pre-empt a running task); their asks answer nothing."""
+        for task in list(self._running.values()):
+            if self.model.queue.cancel(task.id):
+                self.counts["yielded"] += 1
+
     # ---- a prediction ----------------------------------------------------------------------------------
 
     async def ask(self, uri: str, text: str, version: int, line: int, path: str, language: str) -> Proposal | None:
@@ -206,7 +213,7 @@ class NextEdits:
 
     def summary(self) -> dict:
         out = {k: self.counts[k] for k in ("requested", "proposed", "from_repeat", "from_model", "empty", "dropped",
-                                           "accepted", "dismissed")}
+                                           "yielded", "accepted", "dismissed")}
         out["filtered"] = dict(self.dropped)
         out["latency_ms_p50"] = round(statistics.median(self.latency_ms)) if self.latency_ms else None
         out["documents"] = len(self.histories)

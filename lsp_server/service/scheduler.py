@@ -120,6 +120,7 @@ class CompletionService:
         self.filler.requested(uri, req)
         self._cursor[uri] = req
         self.jobs.yield_to(uri)   # other documents' prefetches: one model thread, they would hold it
+        self.next_edits.yield_to_request()   # a next edit's rewrite takes seconds: the suggestion is awaited now
         lang = req.document.language
         if self.pipeline is None:
             return self._done(t0, Answer("", Source.NOT_READY, why=self.load_error or "models are loading"), lang)

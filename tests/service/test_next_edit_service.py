@@ -201,6 +201,18 @@ async def test_a_completion_request_posted_meanwhile_runs_first(setup):
     assert p is not None and (p.edit.start, p.edit.end) == (3, 5)
 
 
+async def test_a_completion_request_stops_a_running_prediction(setup):
+    """The service's completion trail calls yield_to_request first: a rewrite holding the model thread for
+    seconds stops, and its ask answers nothing."""
+    ne, engine, model = setup(step_s=0.05)
+    text = renamed(ne)
+    asked = asyncio.ensure_future(ne.ask(URI, text, 1, 1, "orders.py", "python"))
+    assert await until(lambda: model.queue.kinds() == {"next_edit": 1} and engine.generations)
+    ne.yield_to_request()
+    assert await asyncio.wait_for(asked, 10) is None
+    assert engine.cancelled == 1 and ne.summary()["yielded"] == 1 and ne.summary()["proposed"] == 0
+
+
 async def test_a_new_ask_for_the_document_replaces_the_one_waiting(setup):
     ne, engine, model = setup()
     text = renamed(ne)

@@ -372,11 +372,9 @@ async function main() {
   const demo = fs.readFileSync(path.join(__dirname, "..", "..", "..", "fixtures", "demo", "orders.py"), "utf8").split("\n");
   const opener = demo.findIndex((l) => l.includes("def to_api")) + 1;
   demo.splice(opener + 1, 1);
-  // next edits off: this scenario times ghost text, and on a 2-core machine a next edit's generation, asked for
-  // after each edit rests, delays the block's past its wait (the next-edit scenario has them on)
+  // next edits on, as users have them: a completion request stops a next edit's rewrite that holds the model
   const { page, userData, settingsFile, close } = await launch(
-    { "tandem.serverPath": "/nonexistent/tandem", "tandem.timeBudgetMs": 30000, "tandem.logLevel": "debug",
-      "tandem.nextEdit": false },
+    { "tandem.serverPath": "/nonexistent/tandem", "tandem.timeBudgetMs": 30000, "tandem.logLevel": "debug" },
     // the Go file ends inside the empty body, so Ctrl+End puts the cursor where the code goes
     { "store.go": src.slice(0, src.lastIndexOf("\t\n}")) + "\t", "orders.py": demo.join("\n") });
   try {
