@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from ..service.next_edit import Proposal
-from .documents import _field, _uri, language_of, open_document, server_position
+from .documents import _field, _numbers, _uri, language_of, open_document, server_position
 from .server import TandemServer
 
 ACCEPTED_COMMAND = "tandem.nextEditAccepted"
@@ -72,8 +73,9 @@ def register(server: TandemServer) -> None:
         uri, pos = _uri(params), _field(params, "position")
         doc = open_document(ls, uri)
         line, char = _field(pos, "line"), _field(pos, "character")
-        line, _ = server_position(doc, types.Position(line=line if isinstance(line, int) else -1,
-                                                      character=char if isinstance(char, int) else -1))
+        if not _numbers(line, char):
+            raise JsonRpcInvalidParams("position must be {line, character}, numbers from 0")
+        line, _ = server_position(doc, types.Position(line=line, character=char))
         if not _wanted(ls, doc):
             return {"edits": []}
         p = _current(ls, doc, await _ask(ls, doc, line))

@@ -42,6 +42,17 @@ class Prediction:
     source: str = "model"        # "repeat": the user's replacement made again, found in the text (no model)
 
 
+def repeated(text: str, line: int, recent: list[Hunk], language: str) -> Prediction | None:
+    """The user's last replacement made again where the old text still stands, through the filters; None where
+    there is none (text work only: the service runs it on the context thread, not the model's)."""
+    rep = repeat(text, recent[-1], language, line) if recent else None
+    if rep is None:
+        return None
+    start, end, new_text = rep
+    edit, _ = proposal(text, start, "".join(keep_lines(text)[start:end]), new_text, False, recent, language)
+    return None if edit is None else Prediction(edit, None, None, 0, (start, end), None, "repeat")
+
+
 def predict(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk], path: str, language: str,
             cancel: threading.Event | None = None, speculative: bool = True, above: int = LINES_ABOVE,
             below: int = LINES_BELOW, time_budget_s: float = TIME_BUDGET_S,
@@ -56,13 +67,9 @@ def predict(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk],
                                 old_text=pred.edit.old_text.replace("\n", "\r\n"))
         return pred
     if recent and repeats:   # the user's replacement made again where the old text still stands: no model needed
-        rep = repeat(text, recent[-1], language, line)
-        if rep is not None:
-            start, end, new_text = rep
-            edit, dropped = proposal(text, start, "".join(keep_lines(text)[start:end]), new_text, False, recent,
-                                     language)
-            if edit is not None:
-                return Prediction(edit, None, None, 0, (start, end), None, "repeat")
+        found = repeated(text, line, recent, language)
+        if found is not None:
+            return found
     if recent:   # after a rename, the region goes where the old name is still used, if not near the cursor
         n_lines = text.count("\n") + (not text.endswith("\n"))
         use = next_use(text, recent[-1], language, region_lines(n_lines, line, above, below))
@@ -162,11 +169,20 @@ class NextEdits:
         if old is not None:
             self.model.queue.cancel(old.id)
         engine = pipeline.engine
+        # a repeat needs no model: found on the context thread, it does not wait behind the model thread's work
+        # (a CRLF document's lines are compared without their "\r": predict() does that on the model thread)
+        crlf = "\r\n" in text
+        result: Prediction | None = None if crlf else await self.model.on_context(repeated, text, line, recent,
+                                                                                 language)
+        if result is not None:
+            if self.histories.get(uri) is not history or history.text != text:
+                return None   # the user typed on meanwhile
+            return self._proposed(uri, version, result, t0)
         task = Task(TaskKind.NEXT_EDIT, lambda: None, what=f"next edit in {path}", dropped=None)
-        task.work = lambda: predict(engine, text, line, diff, recent, path, language, task.cancel)
+        task.work = lambda: predict(engine, text, line, diff, recent, path, language, task.cancel, repeats=crlf)
         self._running[uri] = task
         try:
-            result: Prediction | None = await self.model.queue.submit(task)
+            result = await self.model.queue.submit(task)
         except asyncio.CancelledError:   # the client cancelled its request: the generation stops too
             self.model.queue.cancel(task.id)
             raise
@@ -180,6 +196,9 @@ class NextEdits:
             if result.dropped is not None:
                 self.dropped[str(result.dropped)] += 1
             return None
+        return self._proposed(uri, version, result, t0)
+
+    def _proposed(self, uri: str, version: int, result: Prediction, t0: float) -> Proposal:
         proposal_ = Proposal(f"ne-{next(self._ids)}", uri, version, result.edit)
         self.proposals[uri] = proposal_
         self._issued.append(proposal_.id)

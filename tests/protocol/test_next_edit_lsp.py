@@ -165,6 +165,10 @@ async def test_bad_requests_get_errors_and_the_server_stays_up(client: LanguageC
     with pytest.raises(JsonRpcException) as err:
         await raw_request(client, "textDocument/copilotInlineEdit", {"position": "here"}, "ne-malformed")
     assert "unknown document" in str(err.value)
+    with pytest.raises(JsonRpcException) as err:
+        await raw_request(client, "textDocument/copilotInlineEdit",
+                          {"textDocument": {"uri": uri}, "position": {"line": -1}}, "ne-no-position")
+    assert "position must be" in str(err.value)
     client.protocol.notify("tandem/nextEditDismissed", {"id": "ne-never-proposed"})   # not counted
     s = await stats(client)
     assert s["ready"] and s["next_edit"]["dismissed"] == 0
