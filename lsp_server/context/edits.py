@@ -10,6 +10,8 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+from .syntax import common_end, common_start
+
 MAX_HUNKS = 6        # the recent edits a prompt shows, at most (the oldest go first)
 MAX_HUNK_LINES = 24  # a hunk's lines on either side shown at most (a paste of a page tells little of what follows)
 
@@ -53,8 +55,22 @@ def line_change(before: list[str], after: list[str]) -> Hunk | None:
     return Hunk(lo, tuple(before[lo:len(before) - hi]), tuple(after[lo:len(after) - hi]))
 
 
-def _lines(text: str) -> list[str]:
-    return text.split("\n")
+def text_change(before: str, after: str) -> Hunk | None:
+    """`line_change` of two texts, without splitting either whole: their common start and end (compared a block
+    at a time, as the parse's edits are) leave only the lines around the change to split and compare, so a
+    keystroke in a large file costs microseconds, not a pass over every line."""
+    start = common_start(before, after)
+    if start == len(before) == len(after):
+        return None
+    tail = common_end(before, after, min(len(before), len(after)) - start)
+    # the lines before the first difference's line, and those after the first "\n" of the common end, are alike
+    first = before.rfind("\n", 0, start) + 1
+    cut = before.find("\n", len(before) - tail)
+    cut_b, cut_a = (len(before), len(after)) if cut < 0 else (cut, cut + len(after) - len(before))
+    change = line_change(before[first:cut_b].split("\n"), after[first:cut_a].split("\n"))
+    if change is None:
+        return None
+    return Hunk(change.start + before.count("\n", 0, first), change.old, change.new)
 
 
 def keep_lines(text: str) -> list[str]:
@@ -71,21 +87,21 @@ class EditHistory:
     def __init__(self, text: str):
         self.text = text
         self.hunks: deque[Hunk] = deque(maxlen=MAX_HUNKS)   # closed hunks, oldest first
-        self._base: list[str] | None = None   # the text before the open hunk's first keystroke
+        self._base: str | None = None         # the text before the open hunk's first keystroke
         self.open: Hunk | None = None         # the hunk being typed
 
     def record(self, text: str, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
-        before, after = _lines(self.text), _lines(text)
+        before = self.text
         self.text = text
-        change = line_change(before, after)
+        change = text_change(before, text)
         if change is None:
             return
         if self.open is not None and not self._touches(change):
             self._close()
         if self.open is None:
             self._base = before
-        self.open = line_change(self._base, after)
+        self.open = text_change(self._base, text)
         if self.open is None:            # typed back to where the hunk began: no edit
             self._base = None
             return

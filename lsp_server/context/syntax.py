@@ -91,8 +91,8 @@ class Trees:
 def _edit(tree: Tree, old: bytes, new: bytes) -> None:
     """Tell `tree`, a parse of `old`, that its text is now `new`: the bytes between their common start and end
     changed."""
-    start = _common_start(old, new)
-    tail = _common_end(old, new, min(len(old), len(new)) - start)
+    start = common_start(old, new)
+    tail = common_end(old, new, min(len(old), len(new)) - start)
     old_end, new_end = len(old) - tail, len(new) - tail
     tree.edit(start_byte=start, old_end_byte=old_end, new_end_byte=new_end, start_point=_point(new, start),
               old_end_point=_point(old, old_end), new_end_point=_point(new, new_end))
@@ -105,7 +105,8 @@ def _point(data: bytes, at: int) -> tuple[int, int]:
 _STEP = 4096
 
 
-def _common_start(a: bytes, b: bytes) -> int:
+def common_start(a: bytes | str, b: bytes | str) -> int:
+    """How many bytes (or characters) `a` and `b` start with alike; compared a block at a time."""
     n, i = min(len(a), len(b)), 0
     while i < n and a[i:i + _STEP] == b[i:i + _STEP]:
         i += _STEP
@@ -115,8 +116,8 @@ def _common_start(a: bytes, b: bytes) -> int:
     return i
 
 
-def _common_end(a: bytes, b: bytes, limit: int) -> int:
-    """How many bytes `a` and `b` end with alike, at most `limit`."""
+def common_end(a: bytes | str, b: bytes | str, limit: int) -> int:
+    """How many bytes (or characters) `a` and `b` end with alike, at most `limit`."""
     k = 0
     while k + _STEP <= limit and a[len(a) - k - _STEP:len(a) - k] == b[len(b) - k - _STEP:len(b) - k]:
         k += _STEP

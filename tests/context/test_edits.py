@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_server.context.edits import MAX_HUNK_LINES, MAX_HUNKS, EditHistories, EditHistory, Hunk, line_change
+from lsp_server.context.edits import (MAX_HUNK_LINES, MAX_HUNKS, EditHistories, EditHistory, Hunk, line_change,
+                                     text_change)
 
 CODE = """def summarize(orders):
     total = 0
@@ -223,3 +224,17 @@ def test_a_document_changed_before_it_was_opened_starts_its_history_there():
     assert h is not None and h.text == CODE and h.recent() == []
     hs.changed("file:///c.py", CODE.replace("return total", "return total * 2"))
     assert shape(h) == [(6, ("    return total",), ("    return total * 2",))]
+
+
+def test_text_change_is_line_change_without_splitting_the_whole_text():
+    """The history compares two versions by their common start and end first (a keystroke in a large file):
+    the hunk is the one a comparison of every line finds, at line ends, blank lines and the text's ends too."""
+    import random
+    rnd = random.Random(7)
+    pieces = ["a", "b", "\n", "\n", "x", "ab\n", ""]
+    for _ in range(20000):
+        before = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 8)))
+        i = rnd.randint(0, len(before))
+        j = rnd.randint(i, len(before))
+        after = before[:i] + "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 3))) + before[j:]
+        assert text_change(before, after) == line_change(before.split("\n"), after.split("\n")), (before, after)
