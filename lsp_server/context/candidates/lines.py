@@ -1,0 +1,83 @@
+"""Whole lines inserted or deleted again: a line the user put in (an annotation, a derive, a decorator) goes in
+again before the next line of the same shape that lacks it; lines the user took out go again where the same lines
+stand elsewhere (a duplicated suppression, a second copy of a removed constant)."""
+from __future__ import annotations
+
+import re
+
+from ..edits import Hunk, keep_lines
+from . import Candidate, make, nearest_first
+
+WORD = re.compile(r"[A-Za-z_]\w*")
+MIN_LINE = 6         # non-space characters a line needs to be worth repeating (not a brace, not `pass`)
+MAX_LINES = 8        # an inserted or deleted block longer than this is new code, not a repeated touch
+SHAPE_WORDS = 2      # the shape of a line: its indentation and its first words
+
+
+def shape(line: str) -> tuple[str, tuple[str, ...]] | None:
+    words = tuple(WORD.findall(line)[:SHAPE_WORDS])
+    if not words:
+        return None
+    return line[:len(line) - len(line.lstrip())], words
+
+
+def _solid(lines) -> bool:
+    return any(len(line.strip()) >= MIN_LINE for line in lines)
+
+
+def _trim(block: tuple[str, ...]) -> tuple[str, ...]:
+    while block and not block[-1].strip():
+        block = block[:-1]
+    while block and not block[0].strip():
+        block = block[1:]
+    return block
+
+
+def inserted(text: str, hunk: Hunk, cursor_line: int) -> Candidate | None:
+    block = _trim(hunk.new)
+    if hunk.old or not block or len(block) > MAX_LINES or not _solid(block):
+        return None
+    lines = text.split("\n")
+    # the line the insertion went before: the first line with text after it
+    after = next((n for n in range(hunk.end, len(lines)) if lines[n].strip()), None)
+    if after is None or (want := shape(lines[after])) is None:
+        return None
+    n_block = len(block)
+    places = []
+    for n, line in enumerate(lines):
+        if hunk.start <= n <= after or shape(line) != want:
+            continue
+        if tuple(x.strip() for x in lines[max(0, n - n_block):n]) == tuple(x.strip() for x in block):
+            continue   # it has the lines already
+        places.append(n)
+    if not places:
+        return None
+    n = nearest_first(places, cursor_line)[0]
+    indent = lines[n][:len(lines[n]) - len(lines[n].lstrip())]
+    base = lines[after][:len(lines[after]) - len(lines[after].lstrip())]
+    new = [indent + line[len(base):] if line.startswith(base) else line for line in block]
+    return make(text, n, n, "".join(line + "\n" for line in new), "insert")
+
+
+def deleted(text: str, hunk: Hunk, cursor_line: int) -> Candidate | None:
+    block = _trim(hunk.old)
+    if hunk.new or not block or len(block) > MAX_LINES or not _solid(block):
+        return None
+    lines = keep_lines(text)
+    want = [line.strip() for line in block]
+    places = [n for n in range(len(lines) - len(want) + 1)
+              if [line.strip() for line in lines[n:n + len(want)]] == want]
+    if not places:
+        return None
+    n = nearest_first(places, cursor_line)[0]
+    end = n + len(want)
+    # a blank line the user took out with the block goes with it here too
+    if hunk.old[-1].strip() == "" and end < len(lines) and not lines[end].strip():
+        end += 1
+    return make(text, n, end, "", "delete")
+
+
+def find(text: str, recent: list[Hunk], cursor_line: int, language: str) -> list[Candidate]:
+    hunk = recent[-1]
+    c = inserted(text, hunk, cursor_line) or deleted(text, hunk, cursor_line)
+    return [c] if c is not None else []
