@@ -27,18 +27,32 @@ ACTION_TITLE = "Tandem: apply the suggested edit"
 
 
 def lsp_edit(doc: TextDocument, p: Proposal) -> tuple[types.Range, str]:
-    """The proposal's whole lines as an LSP range and its text. Column 0 is the same in every position encoding;
-    where the edit reaches a last line without a newline, the range ends at that line's end instead."""
-    lines = doc.source.split("\n")
-    text = p.edit.text
-    if p.edit.end >= len(lines):     # the last line has no newline: end there, and add none
-        last = len(lines) - 1
-        end = types.Position(line=last, character=doc.position_codec.client_num_units(lines[last]))
-        if text.endswith("\n"):
-            text = text[:-1]
-    else:
-        end = types.Position(line=p.edit.end, character=0)
-    return types.Range(start=types.Position(line=p.edit.start, character=0), end=end), text
+    """The proposal's whole lines as an LSP range and its text. The range starts at column 0 (the same in every
+    position encoding) and ends at column 0 of the line after the last replaced one, or, where the document has no
+    newline at its end and the edit reaches it, at the end of the last line: there is no line after it to end at,
+    so the range takes that line in whole and the text ends without a newline, as the file did. An insertion
+    after such a line starts at the line's start and writes the line again before the new ones (an empty range at
+    its end would start mid-line, which clients that preview whole lines misread); a deletion reaching it starts
+    at the line before it, whose newline goes with it."""
+    lines = doc.source.split("\n")     # the service's lines: "\n" ends one, "\r" stays with its line
+    e, text = p.edit, p.edit.text
+    if e.end < len(lines):              # a newline ends the last line replaced: whole lines, as they are
+        return types.Range(start=types.Position(line=e.start, character=0),
+                           end=types.Position(line=e.end, character=0)), text
+    last = len(lines) - 1
+    eol = "\r\n" if text.endswith("\r\n") else "\n"   # a CRLF document's edit ends its lines with "\r\n"
+    first = min(e.start, len(lines))
+    if first > last:                    # an insertion after the last line
+        first, text = last, lines[last] + eol + text
+    elif not text and first > 0:        # the last lines deleted: the line before them ends the file now
+        first -= 1
+        text = lines[first] + "\n"
+    if text.endswith("\r\n"):
+        text = text[:-2]
+    elif text.endswith("\n"):
+        text = text[:-1]
+    end = types.Position(line=last, character=doc.position_codec.client_num_units(lines[last]))
+    return types.Range(start=types.Position(line=first, character=0), end=end), text
 
 
 def _wanted(ls: TandemServer, doc: TextDocument) -> bool:

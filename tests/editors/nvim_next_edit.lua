@@ -2,7 +2,8 @@
 -- (nvim 0.11), the plugin from editors/neovim, the real server and models. For each scenario of $TANDEM_SCENARIOS
 -- (JSON: file, row, col, new, key, insert) opens the file, renames the word at (row, col) to `new` with ciw (staying
 -- in insert mode where `insert`), waits for the next edit's preview, presses `key` (<Tab> or <Esc>) and writes what
--- was shown, the buffer and the server's next_edit statistics before and after, as JSON.
+-- was shown, the buffer (its 'eol' and 'fileformat'), the server's copy of it, and the server's next_edit statistics
+-- before and after, as JSON.
 local repo = os.getenv("TANDEM_REPO")
 package.path = repo .. "/tests/editors/?.lua;" .. package.path
 local session = require("nvim_session")
@@ -67,6 +68,15 @@ session.run(function()
     if sc.key == "<Tab>" then wait_until(function() return vim.b.changedtick ~= tick end, 5) end
     wait_until(function() return vim.fn.mode() == "n" end, 5)
     r.after = lines()
+    r.eol = vim.bo.eol
+    r.fileformat = vim.bo.fileformat
+    -- the server's copy, once the accepted edit reached it: what a file without a final newline keeps
+    local client = vim.lsp.get_clients({ name = "tandem", bufnr = 0 })[1]
+    wait_until(function()
+      local res = client:request_sync("tandem/document", { uri = vim.uri_from_bufnr(0), text = true }, 5000, 0)
+      r.server_text = res and res.result and res.result.text
+      return res and res.result and res.result.version == next_edit.version(0)
+    end, 10)
     r.mode_after = vim.fn.mode()
     r.marks_after = #vim.api.nvim_buf_get_extmarks(0, next_edit.ns, 0, -1, {})
     r.stats_after = next_stats()

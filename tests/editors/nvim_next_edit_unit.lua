@@ -9,7 +9,7 @@ local out, finish, wait_until = session.result, session.finish, session.wait_unt
 
 local LINES = { "def area(w, h):", "    total = w * h", "    print(w)", "    return w * h", "", "x = 1" }
 local EDIT = { text = "    total = width * h\n    print(width)\n    return total\n", first = 1, last = 4 }
-local GHOST = "# done"
+local GHOST = "# done"   -- nil: no ghost text
 local sent, hold = {}, false
 local held = {}
 local client = {
@@ -27,7 +27,7 @@ local client = {
                     arguments = { "ne-" .. #sent } } } } }
       if hold then held[#sent] = function() handler(nil, answer) end else handler(nil, answer) end
     elseif method == "textDocument/inlineCompletion" then
-      handler(nil, { items = { { insertText = GHOST } } })
+      handler(nil, { items = GHOST and { { insertText = GHOST } } or {} })
     end
     return true, #sent
   end,
@@ -178,6 +178,80 @@ session.run(function()
   out.no_newline_preview = preview()
   next_edit.accept(buf)
   out.no_newline = lines()
+
+  -- the server's insertion after a last line without a newline: that line and the new ones, to its end
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "a", "b" })
+  EDIT = { text = "b\nc", first = 1, last = 1, last_char = 1 }
+  next_edit.ask(buf, client)
+  out.eof_insert_preview = preview()
+  next_edit.accept(buf)
+  out.eof_insert = lines()
+
+  -- a CRLF buffer: the edit's lines end in "\r\n", which neither the preview nor the buffer shows
+  vim.bo[buf].fileformat = "dos"
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "a", "b" })
+  EDIT = { text = "a\r\nB\r\n", first = 0, last = 2 }
+  next_edit.ask(buf, client)
+  out.crlf_preview = preview()
+  next_edit.accept(buf)
+  out.crlf_replaced = lines()
+  EDIT = { text = "e\r\n", first = 2, last = 2 }
+  next_edit.ask(buf, client)
+  next_edit.accept(buf)
+  out.crlf_added = lines()
+  vim.bo[buf].fileformat = "unix"
+
+  -- the keys give way: with the completion menu open in insert mode <Esc> is the menu's (it closes, insert mode
+  -- is left, the edit stays) and so is <Tab>; at a snippet's empty stop <Tab> jumps to the next one
+  GHOST = nil   -- no ghost text to take <Tab> first
+  vim.o.completeopt = "menu,menuone,noinsert,noselect"   -- the menu opens without changing the text
+  EDIT = { text = "    total = width * h\n", first = 1, last = 2 }
+  local function menu_open_with_edit(name)
+    next_edit.clear(buf)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, LINES)
+    vim.api.nvim_win_set_cursor(0, { 4, 0 })
+    vim.api.nvim_input("A ")
+    wait_until(function() return vim.fn.mode() == "i" end, 2)
+    next_edit.ask(buf, client)
+    vim.api.nvim_input("<C-n>")
+    if not wait_until(function() return vim.fn.pumvisible() == 1 end, 2) then
+      out.steps = { name .. ": no menu" }; return false
+    end
+    return next_edit.shown(buf) ~= nil
+  end
+  out.menu_esc = { shown = menu_open_with_edit("esc") }
+  local dismissals = #vim.tbl_filter(function(m) return m == "tandem/nextEditDismissed" end, methods())
+  vim.api.nvim_input("<Esc>")
+  wait_until(function() return vim.fn.mode() == "n" end, 2)
+  out.menu_esc.after = { menu = vim.fn.pumvisible(), mode = vim.fn.mode(), edit = next_edit.shown(buf) ~= nil,
+                         dismissed = #vim.tbl_filter(function(m) return m == "tandem/nextEditDismissed" end,
+                                                     methods()) - dismissals }
+  out.menu_tab = { shown = menu_open_with_edit("tab") }
+  local accepts = #vim.tbl_filter(function(m) return m == "workspace/executeCommand" end, methods())
+  vim.api.nvim_input("<Tab><Esc>")
+  wait_until(function() return vim.fn.mode() == "n" end, 2)
+  out.menu_tab.after = { line = lines()[2], accepted = #vim.tbl_filter(function(m)
+    return m == "workspace/executeCommand" end, methods()) - accepts }
+
+  next_edit.clear(buf)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, LINES)
+  vim.api.nvim_win_set_cursor(0, { 5, 0 })
+  vim.api.nvim_input("i")
+  wait_until(function() return vim.fn.mode() == "i" end, 2)
+  vim.snippet.expand("f($1, $2)")
+  next_edit.ask(buf, client)
+  out.snippet = { shown = next_edit.shown(buf) ~= nil, active = vim.snippet.active({ direction = 1 }),
+                  cursor = vim.api.nvim_win_get_cursor(0) }
+  accepts = #vim.tbl_filter(function(m) return m == "workspace/executeCommand" end, methods())
+  vim.api.nvim_input("<Tab>")
+  wait_until(function() return vim.api.nvim_win_get_cursor(0)[2] ~= out.snippet.cursor[2] end, 2)
+  out.snippet.after = { cursor = vim.api.nvim_win_get_cursor(0), edit = next_edit.shown(buf) ~= nil,
+                        line = lines()[2], accepted = #vim.tbl_filter(function(m)
+                          return m == "workspace/executeCommand" end, methods()) - accepts }
+  vim.api.nvim_input("<Esc>")
+  wait_until(function() return vim.fn.mode() == "n" end, 2)
+  next_edit.clear(buf)
+  GHOST = "# done"
 
   -- nextEdit = false: nothing asked
   tandem.config.settings = { nextEdit = false }

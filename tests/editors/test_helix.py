@@ -1,8 +1,9 @@
 """Helix: the languages.toml parses and starts a command that exists, and the server driven the way Helix
 drives it (its capabilities: UTF-8 positions, no inline completion, no $/cancelRequest) completes through the
 popup path, with stale requests superseded; and a next edit comes as the code action Helix shows on space-a,
-applied and counted as Helix applies one (its edit, then its command). No Helix binary can be had here, so these
-requests stand in for it (the sequence read from helix-term's code_action and helix-view's Action::lsp)."""
+applied and counted as Helix applies one (its edit, then its command), at the end of a file without a final
+newline too (LF and CRLF). No Helix binary can be had here, so these requests stand in for it (the sequence read
+from helix-term's code_action and helix-view's Action::lsp)."""
 from __future__ import annotations
 
 import asyncio
@@ -185,6 +186,22 @@ def code_actions(result) -> list[dict]:
     return [a for a in plain(result) or [] if not isinstance(a.get("command"), str)]
 
 
+def text_edits(action: dict, uri: str, version: int) -> list[dict]:
+    """The action's edits of the document, as Helix takes them: one, for this version."""
+    edit = action["edit"]
+    if edit.get("documentChanges"):
+        (doc_edit,) = edit["documentChanges"]
+        assert doc_edit["textDocument"]["uri"] == uri
+        # Helix refuses a versioned edit for another version of the document ("outdated workspace edit")
+        assert doc_edit["textDocument"].get("version") in (None, version), doc_edit["textDocument"]
+        edits = doc_edit["edits"]
+    else:
+        assert list(edit["changes"]) == [uri], edit
+        edits = edit["changes"][uri]
+    assert len(edits) == 1, edits
+    return edits
+
+
 async def test_the_code_action_applies_the_next_edit_and_runs_its_command(helix: LanguageClient):
     uri, text = open_doc(helix, Path("orders.py"), text=ORDERS, uri="file:///tmp/helix/orders.py")
     before = (await stats(helix))["next_edit"]
@@ -208,17 +225,7 @@ async def test_the_code_action_applies_the_next_edit_and_runs_its_command(helix:
     # both the edit and the command, so Helix has nothing to resolve: it applies the edit, then runs the command
     command = action["command"]
     assert command["command"] == "tandem.nextEditAccepted" and len(command["arguments"]) == 1, command
-    edit = action["edit"]
-    if edit.get("documentChanges"):
-        (doc_edit,) = edit["documentChanges"]
-        assert doc_edit["textDocument"]["uri"] == uri
-        # Helix refuses a versioned edit for another version of the document ("outdated workspace edit")
-        assert doc_edit["textDocument"].get("version") in (None, version), doc_edit["textDocument"]
-        edits = doc_edit["edits"]
-    else:
-        assert list(edit["changes"]) == [uri], edit
-        edits = edit["changes"][uri]
-    assert len(edits) == 1, edits
+    edits = text_edits(action, uri, version)
     rng = edits[0]["range"]
     assert rng["start"]["character"] == rng["end"]["character"] == 0, edits   # whole lines
     new_text = apply_edits(text, edits)
@@ -232,5 +239,39 @@ async def test_the_code_action_applies_the_next_edit_and_runs_its_command(helix:
     assert after["accepted"] == before["accepted"] + 1, after
     assert after["dismissed"] == before["dismissed"], after
     # the server's copy of the document is the one Helix shows
+    held = await helix.protocol.send_request_async("tandem/document", {"uri": uri, "text": True})
+    assert (held.version, held.text) == (version, new_text), held
+
+
+# the old name's last use on the last line, which has no newline: the rename's repeat replaces that line
+AREA = "def area(width, height):\n    size = width * height\n    return size"
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"], ids=["lf", "crlf"])
+async def test_the_code_action_at_the_end_of_a_file_without_a_final_newline(helix: LanguageClient, eol: str):
+    text = AREA.replace("\n", eol)
+    uri, _ = open_doc(helix, Path("area.py"), text=text, uri=f"file:///tmp/helix/area_{len(eol)}.py")
+    change(helix, uri, 2, (1, 4), (1, 8), "")   # `miw`, `c`, `area_size`: a version a character
+    version = 2
+    for i, ch in enumerate("area_size"):
+        version += 1
+        change(helix, uri, version, (1, 4 + i), (1, 4 + i), ch)
+    text = text.replace("    size = ", "    area_size = ")
+    res = await raw_request(helix, "textDocument/codeAction", {
+        "textDocument": {"uri": uri},
+        "range": {"start": {"line": 1, "character": 12}, "end": {"line": 1, "character": 13}},
+        "context": {"diagnostics": [], "triggerKind": 1}}, f"helix-eof-{len(eol)}", timeout=300)
+    actions = [a for a in code_actions(res) if a["title"] == ACTION]
+    assert len(actions) == 1, (res, (await stats(helix))["next_edit"])
+    edits = text_edits(actions[0], uri, version)
+    start, end = edits[0]["range"]["start"], edits[0]["range"]["end"]
+    # Helix refuses a range that ends before it starts
+    assert (start["line"], start["character"]) <= (end["line"], end["character"]), edits
+    # the last line renamed and the file still without a final newline, in its own line ends
+    new_text = apply_edits(text, edits)
+    assert new_text == AREA.replace("size", "area_size").replace("\n", eol), new_text
+    version += 1
+    change(helix, uri, version, (start["line"], start["character"]), (end["line"], end["character"]),
+           edits[0]["newText"])
     held = await helix.protocol.send_request_async("tandem/document", {"uri": uri, "text": True})
     assert (held.version, held.text) == (version, new_text), held

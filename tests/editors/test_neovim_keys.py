@@ -46,7 +46,8 @@ def test_ghost_text_on_0_11_asks_shows_and_is_taken_a_word_a_line_and_the_rest(t
 
 def test_next_edit_preview_accept_dismiss_and_the_keys_it_hides(tmp_path):
     """The next edit (editors/neovim/lua/tandem/next_edit.lua) with a stand-in client
-    (tests/editors/nvim_next_edit_unit.lua)."""
+    (tests/editors/nvim_next_edit_unit.lua): its preview and keys, the ends of a file, CRLF, and the keys giving
+    way to the completion menu and a snippet."""
     res = run_nvim(tmp_path, "nvim_next_edit_unit.lua")
     assert res["ok"], res
     # a rename in normal mode, then a rest: asked once, at the cursor, with the buffer's LSP version
@@ -79,6 +80,20 @@ def test_next_edit_preview_accept_dismiss_and_the_keys_it_hides(tmp_path):
     assert res["end_preview_added"] == {"old_rows": [], "at": 2, "above": False, "new": [["e", "TandemEditNew"]]}
     assert res["end_added"] == ["a", "c", "d", "e"]
     assert res["no_newline_preview"]["old_rows"] == [1] and res["no_newline"] == ["a", "c", "d"], res
+    # the server's insertion after a last line without a newline (that line written again, then the new one)
+    assert res["eof_insert_preview"] == {"old_rows": [], "at": 1, "above": False, "new": [["c", "TandemEditNew"]]}
+    assert res["eof_insert"] == ["a", "b", "c"]
+    # a CRLF buffer: the edit's "\r" shows nowhere, and a line added at the end adds no empty one
+    assert res["crlf_preview"] == {"old_rows": [1], "at": 1, "above": False, "new": [["B", "TandemEditNew"]]}
+    assert res["crlf_replaced"] == ["a", "B"] and res["crlf_added"] == ["a", "B", "e"], res
+    # the completion menu open in insert mode: <Esc> closes it and leaves insert mode, the edit stays (not
+    # dismissed); <Tab> is the menu's, not the edit's
+    assert res["menu_esc"] == {"shown": True, "after": {"menu": 0, "mode": "n", "edit": True, "dismissed": 0}}
+    assert res["menu_tab"] == {"shown": True, "after": {"line": "    total = w * h", "accepted": 0}}, res
+    # at a snippet's empty stop (insert mode) <Tab> goes to the next stop; the edit stays, not taken
+    snippet = res["snippet"]
+    assert snippet["shown"] and snippet["active"] and snippet["cursor"] == [5, 2], snippet
+    assert snippet["after"] == {"cursor": [5, 4], "edit": True, "line": "    total = w * h", "accepted": 0}
     # nextEdit = false in the user's settings: nothing asked
     assert res["off_asked"] is False and res["off_sent"] == 0
     assert res["changed_part"] == [1, ["b"], ["x"]]

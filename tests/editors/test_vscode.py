@@ -80,11 +80,18 @@ def test_the_extension_builds_and_packages():
     bound = {k["command"]: k["key"] for k in manifest["contributes"]["keybindings"]}
     assert bound == {"tandem.acceptNextWord": "ctrl+right", "tandem.acceptNextLine": "ctrl+alt+right",
                      "tandem.acceptNextEdit": "tab", "tandem.dismissNextEdit": "escape"}
-    # Tab takes a next edit only while one shows and neither ghost text nor the suggest widget wants the key
+    # Tab takes a next edit only while one shows and nothing else wants the key: ghost text, the suggest widget,
+    # a snippet's next stop, several cursors (each indents), Tab moving the focus; Escape drops it only where it
+    # would not close the suggest widget or ghost text, leave a snippet or multi-cursor mode, clear a selection,
+    # parameter hints or the find widget
     when = {k["command"]: k["when"] for k in manifest["contributes"]["keybindings"]}
     assert set(when["tandem.acceptNextEdit"].split(" && ")) == {
-        "tandem.nextEditVisible", "editorTextFocus", "!inlineSuggestionVisible", "!suggestWidgetVisible"}
-    assert set(when["tandem.dismissNextEdit"].split(" && ")) == {"tandem.nextEditVisible", "editorTextFocus"}
+        "tandem.nextEditVisible", "editorTextFocus", "!editorReadonly", "!editorTabMovesFocus",
+        "!inlineSuggestionVisible", "!suggestWidgetVisible", "!inSnippetMode", "!editorHasMultipleSelections"}
+    assert set(when["tandem.dismissNextEdit"].split(" && ")) == {
+        "tandem.nextEditVisible", "editorTextFocus", "!suggestWidgetVisible", "!inlineSuggestionVisible",
+        "!inSnippetMode", "!editorHasMultipleSelections", "!editorHasSelection", "!parameterHintsVisible",
+        "!findWidgetVisible"}
     # the accept command is the server's (vscode-languageclient registers it from executeCommandProvider): the
     # extension must not declare it, or registering it twice fails
     assert "tandem.nextEditAccepted" not in commands
@@ -132,15 +139,18 @@ console.log(JSON.stringify([
   preview(["a = 1", "b = 2", "c = 3"], ["A = 1", "b = 2", "C = 3", "D = 4"], 0),
   preview(["a", "b"], ["a", "x", "y", "b"], 5),
   preview(["a", "b", "c"], ["a", "c"], 0),
+  preview(["return size"], ["return size", "print(size)"], 7),
 ]));"""
     r = subprocess.run(["node", "-e", script], cwd=EXT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    rename, pairs, insertion, deletion = json.loads(r.stdout)
+    rename, pairs, insertion, deletion, at_the_end = json.loads(r.stdout)
     assert rename == {"struck": [13, 14], "beside": [{"line": 13, "text": "subtotal += x"},
                                                      {"line": 14, "text": "return subtotal"}]}
     assert pairs == {"struck": [0, 2], "beside": [{"line": 0, "text": "A = 1"}, {"line": 2, "text": "C = 3 ⏎ D = 4"}]}
     assert insertion == {"struck": [], "beside": [{"line": 5, "text": "+ x ⏎ y"}]}
     assert deletion == {"struck": [1], "beside": []}
+    # lines added after a last line without a newline: the server's range takes that line in, its text repeats it
+    assert at_the_end == {"struck": [], "beside": [{"line": 7, "text": "+ print(size)"}]}
 
 
 def test_protocol_from_node(tmp_path):
@@ -210,15 +220,21 @@ def test_in_a_real_vscode(tmp_path):
     print(f"screenshot: {shot}")
 
 
+# a rename's repeat at the end of a file without a final newline (test/ui.js writes the same file)
+AREA = "def area(width, height):\n    size = width * height\n    return size"
+
+
 def test_next_edit_in_a_real_vscode(tmp_path):
     """code-server with the packaged extension and the real models, driven by Playwright: in a small Python
     function, `name` renamed on its first line (typed, as a user does) brings a next edit once the typing rests:
     the lines that still say `name` struck through, the new text beside them; Escape drops it and leaves the text
     as it was. In another file `total` becomes `subtotal`: the next edit shows (the screenshot,
     docs/vscode-next-edit.png is one), Tab takes it and the function says `subtotal` throughout. The server's
-    statistics count one dismissed and one accepted next edit. Last, a rename on the screen's last line whose
+    statistics count one dismissed and one accepted next edit. Then a rename on the screen's last line whose
     follow-up is below it: a hint at the cursor's line says where, the first Tab goes there and the second takes
-    it."""
+    it. At the end of files without a final newline (LF, CRLF) the rename's repeat on the last line is taken and
+    saved: the file ends as it did. Last, the keys give way with an edit shown: Escape closes the suggest widget
+    and leaves multi-cursor mode (the edit stays), Tab in a snippet goes to its next stop (the edit not taken)."""
     tools_dir, node24, vsix = code_server_and_extension(tmp_path)
     shot = tmp_path / "vscode-next-edit.png"
     tandem = str(Path(sys.executable).parent / "tandem")
@@ -252,5 +268,26 @@ def test_next_edit_in_a_real_vscode(tmp_path):
     assert jumped["after"] == {"struck": [], "beside": []}, jumped
     assert "total_count += 1" in jumped["text"] and "return total_count" in jumped["text"], jumped
     assert out["stats_end"]["accepted"] == 2, out["stats_end"]
+    # the end of a file without a final newline: the last line renamed, no newline added, the line ends kept
+    for name, eol in (("eof.py", "\n"), ("eof_crlf.py", "\r\n")):
+        eof = out["eof"][name]
+        assert eof["shown"]["struck"] == ["return size"] and eof["after"] == {"struck": [], "beside": []}, eof
+        assert eof["file"] == AREA.replace("size", "area_size").replace("\n", eol), eof
+    keys = out["keys"]
+    # Escape with the suggest widget open: the widget closed, the edit still shown
+    suggest = keys["suggest"]
+    assert suggest["widget"] and not suggest["after"]["widget"], suggest
+    assert suggest["after"]["edit"] == suggest["shown"], suggest
+    # Escape with two cursors: one left, the edit still shown
+    cursors = keys["cursors"]
+    assert cursors["cursors"] == 2 and cursors["after"]["cursors"] == 1, cursors
+    assert cursors["after"]["edit"] == cursors["shown"], cursors
+    # Tab in a snippet: from its first stop (`area` selected, the cursor at its end) to its second (`size`); the
+    # edit still shown, not applied
+    snippet = keys["snippet"]
+    assert snippet["cursor"] == "Ln 2, Col 9 (4 selected)", snippet
+    assert snippet["after"]["cursor"] == "Ln 2, Col 14 (4 selected)", snippet
+    assert snippet["after"]["edit"] == snippet["shown"], snippet
+    assert "print(size)" in snippet["after"]["text"] and "return size" in snippet["after"]["text"], snippet
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")

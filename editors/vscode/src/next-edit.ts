@@ -22,8 +22,10 @@ const CONTEXT_KEY = "tandem.nextEditVisible";
 interface Position { line: number; character: number }
 interface InlineEdit {
   id: string;
-  range: { start: Position; end: Position };   // whole lines; end.line may be the line count (the document's end)
-  text: string;                                // the new lines, each ending in "\n"
+  // whole lines: from a line's start to the start of the line after them, or to the end of a last line without a
+  // newline (the text then ends without one, and an insertion after that line writes it again first)
+  range: { start: Position; end: Position };
+  text: string;                                // the new lines, in the document's line ends
   textDocument: { uri: string; version: number };
 }
 
@@ -150,7 +152,8 @@ export class NextEdits implements vscode.Disposable {
     const range = doc.validateRange(new vscode.Range(r.start.line, r.start.character, r.end.line, r.end.character));
     // the lines as the region's: a last newline ends the last line, it does not start one more
     const lines = (t: string) => (t === "" ? [] : (t.endsWith("\n") ? t.slice(0, -1) : t).split("\n"));
-    const p = preview(lines(doc.getText(range).replace(/\r\n/g, "\n")), lines(edit.text), range.start.line);
+    const crlf = (t: string) => t.replace(/\r\n/g, "\n");
+    const p = preview(lines(crlf(doc.getText(range))), lines(crlf(edit.text)), range.start.line);
     if (!p.struck.length && !p.beside.length) return;   // it changes nothing
     this.dismiss();
     this.shown = { editor, edit, range, first: (p.struck[0] ?? p.beside[0].line), jumped: false };

@@ -123,14 +123,15 @@ const QUIET = {
   "chat.disableAIFeatures": true, "workbench.secondarySideBar.defaultVisibility": "hidden",
 };
 
-// code-server on a workspace of `files` (name -> text) with the extension installed and these user settings, and
-// Chromium on it; close() ends both
-async function launch(settings, files) {
+// code-server on a workspace of `files` (name -> text) with the extension installed and these user settings (and
+// keybindings, where given), and Chromium on it; close() ends both
+async function launch(settings, files, keybindings) {
   const userData = path.join(work, "user-data"), exts = path.join(work, "extensions"), ws = path.join(work, "ws");
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
   fs.mkdirSync(ws, { recursive: true });
   const settingsFile = path.join(userData, "User", "settings.json");
   fs.writeFileSync(settingsFile, JSON.stringify({ ...settings, ...QUIET }));
+  if (keybindings) fs.writeFileSync(path.join(userData, "User", "keybindings.json"), JSON.stringify(keybindings));
   for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(ws, name), text);
   cp.execFileSync(node, [entry, "--install-extension", vsix, "--extensions-dir", exts, "--user-data-dir", userData],
                   { stdio: "inherit" });
@@ -149,7 +150,7 @@ async function launch(settings, files) {
       try { await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`); break; }
       catch { await new Promise((r) => setTimeout(r, 300)); }
     }
-    return { page, userData, settingsFile, close };
+    return { page, userData, settingsFile, ws, close };
   } catch (e) {
     await close();
     throw e;
@@ -266,6 +267,38 @@ def count_rows(rows):
 `;
 const COUNT_LINE = 44;   // "    count = 0", 1-based
 
+// a rename's repeat at the end of a file without a final newline, LF and CRLF: `size` is used last on the last line
+const AREA = "def area(width, height):\n    size = width * height\n    return size";
+// where an edit shows and another key is the editor's: `size` renamed on line 2, its uses on the lines below
+const KEYS = "def area(width, height):\n    size = width * height\n    print(size)\n    return size\n";
+// a snippet the user inserts with a key: the rename as two tab stops
+const SNIPPET_KEY = { key: "ctrl+alt+j", command: "editor.action.insertSnippet", when: "editorTextFocus",
+                      args: { snippet: "${1:area}_${2:size}" } };
+
+// the cursors the editor shows (one per selection)
+async function cursorCount(page) {
+  return page.$$eval(".part.editor .monaco-editor .cursors-layer .cursor", (els) => els.length);
+}
+
+async function suggestWidgetShown(page) {
+  return page.$$eval(".part.editor .monaco-editor .suggest-widget.visible", (els) => els.length > 0);
+}
+
+// the status bar's cursor item ("Ln 2, Col 10 (4 selected)")
+async function cursorItem(page) {
+  const items = await page.$$eval(".statusbar-item", (els) => els.map((e) => e.textContent || ""));
+  return (items.find((t) => /Ln \d+, Col \d+/.test(t)) || "").trim();
+}
+
+// `size` renamed on line 2 of a file by typing `area_` before it; the next edit (the rename's repeat) awaited
+async function renamedWithEdit(page, name) {
+  await page.keyboard.press("Escape");
+  await openFile(page, name);
+  await toLine(page, 2);
+  await page.keyboard.type("area_", { delay: 60 });
+  return waitForNextEdit(page, 120000);
+}
+
 // the line numbers the editor shows
 async function shownLineNumbers(page) {
   return page.$$eval(".part.editor .monaco-editor .margin-view-overlays .line-numbers",
@@ -280,8 +313,10 @@ async function cursorLine(page) {
 }
 
 async function nextEdit() {
-  const { page, close } = await launch({ "tandem.serverPath": tandemBin, "tandem.timeBudgetMs": 30000 },
-                                       { "shapes.py": SHAPES, "cart.py": CART, "counts.py": COUNTS });
+  const settings = { "tandem.serverPath": tandemBin, "tandem.timeBudgetMs": 30000 };
+  const { page, settingsFile, ws, close } = await launch(settings, {
+    "shapes.py": SHAPES, "cart.py": CART, "counts.py": COUNTS, "eof.py": AREA, "eof_crlf.py": AREA.replace(/\n/g, "\r\n"),
+    "keys_suggest.py": KEYS, "keys_cursors.py": KEYS, "keys_snippet.py": KEYS }, [SNIPPET_KEY]);
   out.ok = true;
   const fail = async (why) => {
     out.ok = false;
@@ -358,6 +393,63 @@ async function nextEdit() {
     await showStats(page);
     out.stats_end = await statsBlock(page, "next_edit");
     note(`next_edit statistics at the end: ${JSON.stringify(out.stats_end)}`);
+    // from here no ghost text, which would take Tab and Escape first (VS Code reads its settings file again)
+    fs.writeFileSync(settingsFile, JSON.stringify({ ...settings, ...QUIET, "editor.inlineSuggest.enabled": false }));
+    await new Promise((r) => setTimeout(r, 2000));
+    // the end of a file without a final newline: the repeat on its last line, taken with Tab and saved; the file
+    // on disk ends as it did, without a newline, in its own line ends
+    out.eof = {};
+    for (const name of ["eof.py", "eof_crlf.py"]) {
+      const shown = await renamedWithEdit(page, name);
+      note(`next edit in ${name}: ${JSON.stringify(shown)}`);
+      if (!shown) await fail(`no next edit in ${name}`);
+      await page.keyboard.press("Tab");
+      await new Promise((r) => setTimeout(r, 1000));
+      const after = await nextEditOnScreen(page);
+      await page.keyboard.press("Control+S");
+      const file = path.join(ws, name);
+      for (let i = 0; i < 50 && fs.readFileSync(file, "utf8").includes("return size"); i++) {
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      out.eof[name] = { shown, after, file: fs.readFileSync(file, "utf8") };
+      note(`${name} saved: ${JSON.stringify(out.eof[name].file)}`);
+    }
+    // Escape with the suggest widget open: the widget closes, the edit stays
+    out.keys = {};
+    let shown = await renamedWithEdit(page, "keys_suggest.py");
+    if (!shown) await fail("no next edit in keys_suggest.py");
+    await page.keyboard.press("Control+Space");
+    await page.waitForSelector(".part.editor .monaco-editor .suggest-widget.visible", { timeout: 30000 });
+    out.keys.suggest = { shown, widget: await suggestWidgetShown(page) };
+    await page.keyboard.press("Escape");
+    await new Promise((r) => setTimeout(r, 1000));
+    out.keys.suggest.after = { widget: await suggestWidgetShown(page), edit: await nextEditOnScreen(page) };
+    note(`Escape with the suggest widget: ${JSON.stringify(out.keys.suggest)}`);
+    // Escape with two cursors: one is left, the edit stays
+    shown = await renamedWithEdit(page, "keys_cursors.py");
+    if (!shown) await fail("no next edit in keys_cursors.py");
+    await page.keyboard.press("Shift+Alt+ArrowDown");   // a cursor on the line below (Linux's key)
+    await new Promise((r) => setTimeout(r, 500));
+    out.keys.cursors = { shown, cursors: await cursorCount(page) };
+    await page.keyboard.press("Escape");
+    await new Promise((r) => setTimeout(r, 1000));
+    out.keys.cursors.after = { cursors: await cursorCount(page), edit: await nextEditOnScreen(page) };
+    note(`Escape with two cursors: ${JSON.stringify(out.keys.cursors)}`);
+    // the rename made by a snippet (`size` selected, the snippet's `area` and `size` its stops): the edit shows
+    // while the first stop is selected, and Tab goes to the second stop, the edit still shown and not applied
+    await page.keyboard.press("Escape");
+    await openFile(page, "keys_snippet.py");
+    await toLine(page, 2);
+    await page.keyboard.press("Control+Shift+ArrowRight");
+    await page.keyboard.press("Control+Alt+J");
+    shown = await waitForNextEdit(page, 120000);
+    if (!shown) await fail("no next edit in keys_snippet.py");
+    out.keys.snippet = { shown, cursor: await cursorItem(page) };
+    await page.keyboard.press("Tab");
+    await new Promise((r) => setTimeout(r, 1000));
+    out.keys.snippet.after = { cursor: await cursorItem(page), edit: await nextEditOnScreen(page),
+                               text: (await editorLines(page)).join("\n") };
+    note(`Tab in a snippet: ${JSON.stringify(out.keys.snippet)}`);
   } catch (e) {
     await fail(String(e && e.stack || e));
   } finally {

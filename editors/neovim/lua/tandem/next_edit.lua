@@ -2,8 +2,9 @@
 -- as GitHub's Copilot language server names it) and its answer, a replacement of whole lines, is shown where it
 -- would go: the lines it changes highlighted (TandemEditOld), the lines it writes below them as virtual lines
 -- (TandemEditNew). <Tab> takes it and <Esc> lets it go; both keys are mapped in the buffer only while an edit is
--- shown, and give back the mappings they hid when it goes. The server counts both (tandem.nextEditAccepted,
--- tandem/nextEditDismissed).
+-- shown, and give back the mappings they hid when it goes. In insert mode they give way to the completion menu
+-- (<Tab> and <Esc> are its keys then) and <Tab> to a snippet's next stop. The server counts both
+-- (tandem.nextEditAccepted, tandem/nextEditDismissed).
 local M = {}
 
 M.ns = vim.api.nvim_create_namespace("tandem_next_edit")
@@ -118,8 +119,11 @@ function M.shown(bufnr)
   return { id = s.edit.id, range = s.edit.range, text = s.edit.text, old = s.old }
 end
 
+-- a CRLF document's edit ends its lines with "\r\n"; the buffer's lines have no "\r"
+local function lf(text) return (text:gsub("\r\n", "\n")) end
+
 local function split_lines(text)
-  local lines = vim.split(text, "\n", { plain = true })
+  local lines = vim.split(lf(text), "\n", { plain = true })
   if lines[#lines] == "" then table.remove(lines) end
   return lines
 end
@@ -156,11 +160,11 @@ end
 
 -- The edit as a text edit apply_text_edits takes. Its range is whole lines and may end at the line count (the
 -- document's end); adding lines after the last one, Neovim adds the text as lines, so the text's closing newline
--- would become an empty line.
+-- would become an empty line (a CRLF one's "\r" too: apply_text_edits reads a lone "\r" as a line end).
 local function text_edit(bufnr, e)
   local text = e.text
-  if e.range.start.line >= vim.api.nvim_buf_line_count(bufnr) and text:sub(-1) == "\n" then
-    text = text:sub(1, -2)
+  if e.range.start.line >= vim.api.nvim_buf_line_count(bufnr) then
+    text = text:gsub("\r?\n$", "")
   end
   return { range = vim.deepcopy(e.range), newText = text }
 end
@@ -204,6 +208,8 @@ local function ghost_first(bufnr)
   return nil, (require("tandem.ghost").text(bufnr) or "") ~= ""
 end
 
+local function menu_open() return vim.fn.pumvisible() == 1 end
+
 local function show(client, bufnr, edit, version)
   -- whole lines: the range ends at column 0 of the line after them, or at the end of a last line that has no
   -- newline (the text then has none either)
@@ -212,20 +218,24 @@ local function show(client, bufnr, edit, version)
   local s = { client = client, edit = edit, version = version, hidden = {},
               old_lines = vim.api.nvim_buf_get_lines(bufnr, first, stop.line + (whole and 0 or 1), false) }
   s.old = #s.old_lines > 0 and table.concat(s.old_lines, "\n") .. (whole and "\n" or "") or ""
-  if s.old == edit.text then return end   -- nothing would change
+  if s.old == lf(edit.text) then return end   -- nothing would change
   shown[bufnr] = s
   render(bufnr, s)
   local accept_key, dismiss_key = keys()
   map(bufnr, s, accept_key, function(mode)
     if mode == "i" then
+      -- the completion menu's key (a completion plugin's mapping selects with it), or the snippet's jump (the
+      -- stop is empty, so insert mode, not select mode where this mapping is not)
+      if menu_open() or vim.snippet.active({ direction = 1 }) then return false end
       local spent, ghost = ghost_first(bufnr)
       if spent then return true end
       if ghost then return false end
     end
     return M.accept(bufnr)
   end, "Tandem: accept the next edit")
-  map(bufnr, s, dismiss_key, function()
-    M.dismiss(bufnr)
+  map(bufnr, s, dismiss_key, function(mode)
+    -- with the completion menu open the key is the menu's: it closes, the edit stays
+    if not (mode == "i" and menu_open()) then M.dismiss(bufnr) end
     return false   -- and the key does what it did: <Esc> still leaves insert mode
   end, "Tandem: dismiss the next edit")
 end
