@@ -164,6 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a local folder of projects (each subfolder one) instead of the pinned ones (no network)")
     g.add_argument("--cps", type=float, default=6.0, help="characters a second (default 6)")
     g.add_argument("--wait", type=float, default=3.0, help="seconds waited for ghost text at a line start (default 3)")
+    g.add_argument("--next-edit-asks", choices=("off", "on", "both"), default="off",
+                   help="the client asks for next edits as VS Code's does, 500 ms after the typing rests (on); "
+                        "both: each body typed twice in one run, asks off and on interleaved, with what the asks "
+                        "cost the line starts (default off)")
     r.set_defaults(func=cmd_replay)
 
     v = sub.add_parser("visits", parents=[common], help="open, jump, switch, return and type in real-size files "

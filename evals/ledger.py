@@ -19,7 +19,8 @@ OUT = HERE / "out"
 # the figures a report's summary rows carry that a ledger line keeps (the rest stays in the raw file)
 HEADLINE_KEYS = ("pass_at_1", "exact_match", "exact", "tasks", "speedup", "baseline_tok_s", "spec_tok_s",
                  "p50_ms", "p90_ms", "accepted_chars", "parses", "from_ghost_share", "line_starts",
-                 "line_starts_answered", "line_starts_right", "line_start_p50_ms", "located", "precision",
+                 "line_starts_answered", "line_starts_right", "line_start_p50_ms", "line_start_answered_p50_ms",
+                 "asks_sent", "asks_answered", "proposal_ms_p50", "located", "precision",
                  "no_edit_rate", "proposals", "latency_s_p50", "shown_latency_s_p50", "from_repeat", "identical",
                  "compared", "cases")
 

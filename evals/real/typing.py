@@ -15,7 +15,13 @@ cancels the one still open, as VS Code does. The person:
 
 What is reported is what the issue measured by hand: the share of the characters that came from ghost text, how
 many requests were answered before the next key and how many of those were right, and the line starts answered
-(p50 of their latency, where an unanswered one counts as slower than any answer)."""
+(p50 of their latency, where an unanswered one counts as slower than any answer).
+
+With `--next-edit-asks on` the client also asks for next edits as VS Code's does (evals/real/asks.py), and the
+person rests a second after each body, as one does after finishing it (where such an ask goes out); `both` types
+each body twice in the same server, asks off and on, which one first alternating from body to body, so the
+machine's load and the caches the first typing leaves fall on both alike, and reports what the asks cost the
+line starts."""
 from __future__ import annotations
 
 import asyncio
@@ -33,6 +39,7 @@ from pygls.exceptions import JsonRpcException
 from lsp_server.context.syntax import parse
 from evals.real.suite import load_projects
 from evals.real.corpus import Project
+from evals.real.asks import AskTally, NextEditAsks, ask_figures
 from evals.real.holes import BODIES, MAX_LINES, MIN_LINES, block_bodies, body_text, cut_lines, read_source
 from evals.sessions.replay import (Counts, Replayer, engine_running_note, engine_was_running, next_key, peak_rss_mb, running_server,
                      server_command, server_stats)
@@ -40,6 +47,7 @@ from evals.sessions.replay import (Counts, Replayer, engine_running_note, engine
 CPS = 6.0           # characters a second
 WAIT_S = 3.0        # at a line start, the longest wait for ghost text
 READ_S = 0.3        # reading a suggestion before accepting it
+DONE_S = 1.0        # with next-edit asks: the rest after a body, reading it (an ask goes out after 0.5 s)
 SPAN = (3, 12)      # lines of a body
 FUNCTIONS = {lang: {t: f for t, f in kinds.items() if "function" in t or "method" in t or t == "func_literal"}
              for lang, kinds in BODIES.items()}
@@ -134,9 +142,17 @@ def pick_bodies(projects: list[Project], n: int, seed: int) -> list[Body]:
 class CarefulTypist:
     """Types one body in an open document (module docstring); its figures in `tally`."""
 
-    def __init__(self, replayer: Replayer, cps: float = CPS, wait_s: float = WAIT_S, read_s: float = READ_S):
+    def __init__(self, replayer: Replayer, cps: float = CPS, wait_s: float = WAIT_S, read_s: float = READ_S,
+                 asks: NextEditAsks | None = None):
         self.r, self.gap, self.wait_s, self.read_s = replayer, 1.0 / cps, wait_s, read_s
+        self.asks = asks        # the client's next-edit asks, told of each edit (None: the client sends none)
         self.tally = Tally()
+
+    def _insert(self, uri: str, version: int, text: str, cursor: int, new: str) -> str:
+        text = self.r.insert(uri, version, text, cursor, new)
+        if self.asks is not None:
+            self.asks.changed(uri, version, text, cursor + len(new))
+        return text
 
     async def _ask(self, uri: str, text: str, cursor: int):
         self.tally.requests += 1
@@ -194,7 +210,7 @@ class CarefulTypist:
                     self.r.cancel(pending[0], pending[1])
                 await asyncio.sleep(self.read_s)
                 version += 1
-                text = self.r.insert(uri, version, text, cursor, take)
+                text = self._insert(uri, version, text, cursor, take)
                 method = "tandem/didAccept" if take == shown else "tandem/didPartiallyAccept"
                 self.r.client.protocol.notify(method, {"uri": uri, "chars": len(take)})
                 cursor, done = cursor + len(take), done + len(take)
@@ -209,7 +225,7 @@ class CarefulTypist:
             if pending is not None:
                 self.r.cancel(pending[0], pending[1])
             version += 1
-            text = self.r.insert(uri, version, text, cursor, key)
+            text = self._insert(uri, version, text, cursor, key)
             cursor, done = cursor + len(key), done + len(key)
             t.keys += 1
             shown = shown[len(key):] if shown.startswith(key) else ""
@@ -251,83 +267,154 @@ def figures(t: Tally) -> dict:
             "line_start_answered_p50_ms": statistics.median(answered) if answered else None}
 
 
+def body_modes(asks: str, n: int) -> tuple[str, ...]:
+    """The modes the n-th body is typed in: `both` alternates which one goes first."""
+    if asks != "both":
+        return (asks,)
+    return ("off", "on") if n % 2 == 0 else ("on", "off")
+
+
 async def type_project(server_cmd: list[str], project: Project, bodies: list[Body], options: dict | None,
-                       cps: float, wait_s: float, log) -> tuple[list[dict], dict, float | None, bool]:
-    """One server with the project as its workspace types the project's bodies, one file open at a time;
-    returns the sessions, the server's stats, its peak RSS and whether its shared engine was already running."""
+                       cps: float, wait_s: float, log, asks: str = "off",
+                       first: int = 0) -> tuple[list[dict], dict, float | None, bool]:
+    """One server with the project as its workspace types the project's bodies, one file open at a time (each
+    body once per mode; `first`: the run's count of bodies before these, for the modes' order); returns the
+    sessions, the server's stats, its peak RSS and whether its shared engine was already running."""
     out = []
     async with running_server(server_cmd, options, lambda m: log("  " + m), root=project.root,
                               name="tandem-replay-real") as client:
         replayer = Replayer(client, Counts(), 1.0, log)
-        for b in bodies:
-            path = project.root / b.file
-            text, start, _ = cut_lines(read_source(path), b.line, b.lines, b.indent)
-            uri = path.resolve().as_uri()
-            client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-                uri=uri, language_id=b.language, version=1, text=text)))
-            # as Tandem's clients say it (docs/server.md): the fill prepares the place while the user finds it
-            client.protocol.notify("tandem/didMoveCursor", {
-                "uri": uri, "position": {"line": b.line - 1, "character": len(b.indent)}})
-            await asyncio.sleep(1.0)   # finding the place
-            typist = CarefulTypist(replayer, cps, wait_s)
-            t0 = time.perf_counter()
-            await typist.type_body(uri, 1, text, start, b.typed)
-            f = figures(typist.tally)
-            log(f"  {b.key} ({b.language}, {b.lines} lines, {len(b.typed)} chars, {time.perf_counter() - t0:.0f} s): "
-                f"{f['from_ghost']} chars from ghost text, line starts answered {f['line_starts_answered']}/"
-                f"{f['line_starts']}, right {f['line_starts_right']}")
-            out.append({"body": asdict(b), "tally": asdict(typist.tally), **f})
-            client.text_document_did_close(types.DidCloseTextDocumentParams(
-                text_document=types.TextDocumentIdentifier(uri=uri)))
+        for n, b in enumerate(bodies):
+            for mode in body_modes(asks, first + n):
+                out.append(await _type_one(client, replayer, project, b, cps, wait_s, log, mode, asks != "off"))
         stats = await server_stats(client)
         peak = peak_rss_mb(client._server.pid, stats)
         was_running = engine_was_running(client._server.pid, stats)
     return out, stats, peak, was_running
 
 
+async def _type_one(client, replayer: Replayer, project: Project, b: Body, cps: float, wait_s: float, log,
+                    mode: str, rest_after: bool) -> dict:
+    path = project.root / b.file
+    text, start, _ = cut_lines(read_source(path), b.line, b.lines, b.indent)
+    uri = path.resolve().as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id=b.language, version=1, text=text)))
+    # as Tandem's clients say it (docs/server.md): the fill prepares the place while the user finds it
+    client.protocol.notify("tandem/didMoveCursor", {
+        "uri": uri, "position": {"line": b.line - 1, "character": len(b.indent)}})
+    await asyncio.sleep(1.0)   # finding the place
+    asks = NextEditAsks(client) if mode == "on" else None
+    typist = CarefulTypist(replayer, cps, wait_s, asks=asks)
+    t0 = time.perf_counter()
+    await typist.type_body(uri, 1, text, start, b.typed)
+    if rest_after:
+        await asyncio.sleep(DONE_S)
+    if asks is not None:
+        asks.closed()
+    f = figures(typist.tally)
+    said = f" asks {mode}" if rest_after else ""
+    log(f"  {b.key} ({b.language}, {b.lines} lines, {len(b.typed)} chars, {time.perf_counter() - t0:.0f} s{said}): "
+        f"{f['from_ghost']} chars from ghost text, line starts answered {f['line_starts_answered']}/"
+        f"{f['line_starts']}, right {f['line_starts_right']}"
+        + (f", next-edit asks {asks.tally.sent}, proposals {asks.tally.proposals}" if asks else ""))
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    session = {"body": asdict(b), "tally": asdict(typist.tally), **f}
+    if rest_after:
+        session["asks"] = mode
+    if asks is not None:
+        session["ask_tally"] = asdict(asks.tally)
+        session.update(ask_figures(asks.tally))
+    return session
+
+
 async def run_real(projects: list[Project], bodies: list[Body], server_cmd: list[str], options: dict | None,
-                   cps: float = CPS, wait_s: float = WAIT_S, log=print) -> dict:
-    sessions, peaks, servers, running = [], [], {}, []
+                   cps: float = CPS, wait_s: float = WAIT_S, log=print, asks: str = "off") -> dict:
+    sessions, peaks, servers, running, typed = [], [], {}, [], 0
     for p in projects:
         mine = [b for b in bodies if b.project == p.name]
         if not mine:
             continue
         log(f"{p.name}: {len(mine)} bodies")
-        done, stats, peak, was_running = await type_project(server_cmd, p, mine, options, cps, wait_s, log)
+        done, stats, peak, was_running = await type_project(server_cmd, p, mine, options, cps, wait_s, log, asks,
+                                                            first=typed)
+        typed += len(mine)
         sessions += done
         peaks.append(peak)
         if was_running:   # an earlier project's server (engines stay up for engineIdleMinutes) or another window's
             running.append(p.name)
         # the day's speed (generation tokens a second) and where the answers came from, as the server counts them
-        servers[p.name] = {k: stats.get(k) for k in ("tok_s", "by_source", "suggestions", "latency_ms")}
+        servers[p.name] = {k: stats.get(k) for k in ("tok_s", "by_source", "suggestions", "latency_ms", "next_edit")}
         servers[p.name]["cursor_moves"] = (stats.get("fill") or {}).get("cursor_moves")   # the moves it took
-    total, by_lang = Tally(), {}
+    out = {"cps": cps, "wait_s": wait_s, "options": options or {}, "asks_mode": asks}
+    by_mode = {mode: summarise([s for s in sessions if s.get("asks", "off") == mode])
+               for mode in (("off", "on") if asks == "both" else (asks,))}
+    if asks == "both":
+        out["by_mode"] = by_mode
+        out["cost"] = {k: _change(by_mode["off"]["total"][k], by_mode["on"]["total"][k])
+                       for k in ("line_start_p50_ms", "line_start_answered_p50_ms")}
+        # the ledger's headline figures, one row per mode
+        out["summary"] = {f"asks_{m}": {**v["total"], **v.get("next_edit_asks", {})} for m, v in by_mode.items()}
+    else:
+        out.update(by_mode[asks])
+    out.update({"peak_rss_mb": max((p for p in peaks if p), default=None), "engine_was_running": running,
+                "servers": servers, "sessions": sessions})
+    return out
+
+
+def summarise(sessions: list[dict]) -> dict:
+    total, by_lang, asked = Tally(), {}, AskTally()
     for s in sessions:
         t = Tally(**s["tally"])
         total.add(t)
         by_lang.setdefault(s["body"]["language"], Tally()).add(t)
-    return {"cps": cps, "wait_s": wait_s, "options": options or {}, "total": figures(total),
-            "by_language": {k: figures(v) for k, v in sorted(by_lang.items())},
-            "peak_rss_mb": max((p for p in peaks if p), default=None), "engine_was_running": running,
-            "servers": servers, "sessions": sessions}
+        if "ask_tally" in s:
+            asked.add(AskTally(**s["ask_tally"]))
+    out = {"total": figures(total), "by_language": {k: figures(v) for k, v in sorted(by_lang.items())}}
+    if any("ask_tally" in s for s in sessions):
+        out["next_edit_asks"] = ask_figures(asked)
+    return out
+
+
+def _change(off: float | None, on: float | None) -> dict:
+    return {"off": off, "on": on, "change": None if not off or on is None else round(on / off - 1, 4)}
 
 
 def print_real(r: dict, out=sys.stdout) -> None:
     def ms(v):
         return f"> {r['wait_s']:.0f} s" if v is None else f"{v:,.0f} ms"
 
-    print(f"typing in real files: {len(r['sessions'])} function bodies, {r['cps']:g} characters a second, "
-          f"waiting up to {r['wait_s']:g} s at line starts, accepting only exact lines", file=out)
-    print(f"{'':12} {'chars':>6} {'ghost':>6} {'share':>6} {'in time':>8} {'shown':>6} {'right':>6} "
-          f"{'starts':>7} {'answ.':>6} {'right':>6} {'p50':>9}", file=out)
-    rows = list(r["by_language"].items()) + [("all", r["total"])]
-    for name, f in rows:
-        share = "-" if f["from_ghost_share"] is None else f"{100 * f['from_ghost_share']:.1f}%"
-        print(f"{name:12} {f['chars']:6d} {f['from_ghost']:6d} {share:>6} {f['answered_in_time']:8d} "
-              f"{f['answered_in_time_shown']:6d} {f['answered_in_time_right']:6d} {f['line_starts']:7d} "
-              f"{f['line_starts_answered']:6d} {f['line_starts_right']:6d} {ms(f['line_start_p50_ms']):>9}", file=out)
+    asks = r.get("asks_mode", "off")
+    bodies = len({(s["body"]["project"], s["body"]["file"], s["body"]["line"]) for s in r["sessions"]})
+    print(f"typing in real files: {bodies} function bodies, {r['cps']:g} characters a second, "
+          f"waiting up to {r['wait_s']:g} s at line starts, accepting only exact lines"
+          + {"on": "; next-edit asks on", "both": "; each typed twice, next-edit asks off and on"}.get(asks, ""),
+          file=out)
+    for mode, part in (r["by_mode"].items() if asks == "both" else [(asks, r)]):
+        if asks == "both":
+            print(f"next-edit asks {mode}:", file=out)
+        print(f"{'':12} {'chars':>6} {'ghost':>6} {'share':>6} {'in time':>8} {'shown':>6} {'right':>6} "
+              f"{'starts':>7} {'answ.':>6} {'right':>6} {'p50':>9}", file=out)
+        for name, f in list(part["by_language"].items()) + [("all", part["total"])]:
+            share = "-" if f["from_ghost_share"] is None else f"{100 * f['from_ghost_share']:.1f}%"
+            print(f"{name:12} {f['chars']:6d} {f['from_ghost']:6d} {share:>6} {f['answered_in_time']:8d} "
+                  f"{f['answered_in_time_shown']:6d} {f['answered_in_time_right']:6d} {f['line_starts']:7d} "
+                  f"{f['line_starts_answered']:6d} {f['line_starts_right']:6d} {ms(f['line_start_p50_ms']):>9}",
+                  file=out)
+        a = part.get("next_edit_asks")
+        if a:
+            print(f"  next-edit asks {a['asks_sent']} ({a['asks_cancelled']} cancelled by the typing), answered "
+                  f"{a['asks_answered']} (and {a['asks_stale']} as the typing went on), proposals {a['proposals']}; "
+                  f"answer p50 {ms(a['answer_ms_p50']) if a['answer_ms_p50'] is not None else '-'}, proposal p50 "
+                  f"{ms(a['proposal_ms_p50']) if a['proposal_ms_p50'] is not None else '-'}", file=out)
     print("  (in time: answered before the next key, line starts apart; right: its first line exactly what came "
           "next; p50: line starts, an unanswered one counted slower than any)", file=out)
+    if asks == "both":
+        for key, what in (("line_start_p50_ms", "p50"), ("line_start_answered_p50_ms", "answered p50")):
+            c = r["cost"][key]
+            change = "-" if c["change"] is None else f"{100 * c['change']:+.1f} %"
+            print(f"line starts {what}: asks off {ms(c['off'])}, on {ms(c['on'])}: {change}", file=out)
     if r.get("peak_rss_mb"):
         running = r.get("engine_was_running") or []
         print(f"peak RSS {r['peak_rss_mb']:,.0f} MB, the largest of the projects' servers with their engine"
@@ -347,7 +434,8 @@ def cli(args) -> dict:
         raise ValueError("no function body of 3-12 lines in a file of 100-3000 lines in these projects")
     cmd = server_command(args)
     options = json.loads(args.options) if args.options else {}
-    result = asyncio.run(run_real(projects, bodies, cmd, options, args.cps, args.wait, log))
+    asks = getattr(args, "next_edit_asks", "off")
+    result = asyncio.run(run_real(projects, bodies, cmd, options, args.cps, args.wait, log, asks))
     result.update(half=args.half, seed=args.seed)
     print_real(result)
     if args.json:

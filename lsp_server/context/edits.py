@@ -2,6 +2,13 @@
 Sweep do): keystrokes on the same lines coalesce into one hunk, a change elsewhere closes it; an edit that
 reverses the hunk before it (an undo, or typing the old text back) removes both; a close forgets the document.
 
+A change of several pieces at once (format-on-save, organize imports, a replace-all, an undo of one of these) is
+not the user typing and is not recorded: as one hunk it would span every piece, each later keystroke would touch
+it, and the history would stop following the user. It closes the hunk being typed and is carried
+under the recorded hunks instead, as if it had come before them: they move by the lines it adds or removes above
+them, and a hunk takes in the pieces on its own lines (it reads as the formatter left it, from the same old
+lines). So the user's last edit stays the one to follow, and the next keystroke starts a hunk of its own lines.
+
 A hunk's line numbers are those of the text as it stood when the hunk was made, as in a sequence of diffs each
 applied to the result of the one before."""
 from __future__ import annotations
@@ -73,6 +80,79 @@ def text_change(before: str, after: str) -> Hunk | None:
     return Hunk(change.start + before.count("\n", 0, first), change.old, change.new)
 
 
+def pieces(change: Hunk) -> list[Hunk]:
+    """The runs of differing lines in a change (the lines alike inside it left out), each at its line in the text
+    before the change: a keystroke's change is one piece, a formatter's often many. Only a change whose two sides
+    share a line is compared line by line, so a keystroke costs no comparison. The runs alike are skipped a block
+    of lines at a time and each run that differs ends at the nearest pair of lines alike: a diff found in one pass
+    over the lines (difflib passes over what is left of the file again for each piece, and a formatted file has
+    hundreds). It may pair lines less well than difflib where they repeat; it is always a true diff."""
+    old, new = change.old, change.new
+    if not old or not new or set(old).isdisjoint(new):
+        return [change]
+    out: list[Hunk] = []
+    i = j = 0
+    while True:
+        k = _alike(old, new, i, j)
+        i, j = i + k, j + k
+        if i == len(old) and j == len(new):
+            return out
+        a, b = _resync(old, new, i, j)
+        out.append(Hunk(change.start + i, old[i:a], new[j:b]))
+        i, j = a, b
+
+
+def _alike(old: tuple[str, ...], new: tuple[str, ...], i: int, j: int) -> int:
+    """How many lines from old[i] and new[j] on are alike (compared a block at a time)."""
+    k, step = 0, 256
+    while step:
+        while i + k + step <= len(old) and j + k + step <= len(new) and \
+                old[i + k:i + k + step] == new[j + k:j + k + step]:
+            k += step
+        step //= 4
+    return k
+
+
+def _resync(old: tuple[str, ...], new: tuple[str, ...], i: int, j: int) -> tuple[int, int]:
+    """The nearest pair of lines alike after old[i] and new[j] differ (the fewest lines skipped on both sides
+    together, in a window that grows until one is found), or both ends."""
+    window = 16
+    while True:
+        end_i, end_j = min(len(old), i + window), min(len(new), j + window)
+        at: dict[str, list[int]] = {}
+        for b in range(j, end_j):
+            at.setdefault(new[b], []).append(b)
+        best = None
+        for a in range(i, end_i):
+            for b in at.get(old[a], ()):
+                if best is None or a - i + b - j < best[0]:
+                    best = (a - i + b - j, a, b)
+        if best is not None:
+            return best[1], best[2]
+        if end_i == len(old) and end_j == len(new):
+            return len(old), len(new)
+        window *= 4
+
+
+def _growth(hunks: list[Hunk]) -> int:
+    return sum(len(h.new) - len(h.old) for h in hunks)
+
+
+def _taken_in(h: Hunk, touching: list[Hunk]) -> Hunk | None:
+    """A hunk with the pieces on its lines applied after it (pieces in the text after the hunk, sorted): from its
+    old lines, and those the pieces reach beyond it, to what the pieces leave there; None where they put its old
+    lines back. The lines beyond it are the pieces' own old lines, so no text is needed."""
+    first, last = touching[0], touching[-1]
+    left = first.old[:max(0, h.start - first.start)]
+    right = last.old[max(0, h.end - last.start):] if last.start + len(last.old) > h.end else ()
+    lo = h.start - len(left)
+    new = list(left + h.new + right)
+    for p in reversed(touching):
+        new[p.start - lo:p.start - lo + len(p.old)] = p.new
+    change = line_change(list(left + h.old + right), new)
+    return None if change is None else Hunk(lo + change.start, change.old, change.new, h.at)
+
+
 def keep_lines(text: str) -> list[str]:
     """The lines of a text with their "\n" ends (only "\n" ends a line, as LSP's positions count here; a last
     line without one is kept as it is)."""
@@ -97,6 +177,10 @@ class EditHistory:
         change = text_change(before, text)
         if change is None:
             return
+        parts = pieces(change)
+        if len(parts) > 1:
+            self._carry(parts)
+            return
         if self.open is not None and not self._touches(change):
             self._close()
         if self.open is None:
@@ -113,6 +197,22 @@ class EditHistory:
     def _touches(self, change: Hunk) -> bool:
         # in the coordinates of the text before this change, the open hunk's new lines are [start, end)
         return change.start <= self.open.end and change.start + len(change.old) >= self.open.start
+
+    def _carry(self, parts: list[Hunk]) -> None:
+        """A change of several pieces (at their lines in the text after the newest hunk) moved under the hunks,
+        from the newest to the oldest: a piece above a hunk moves it by the lines it adds, a piece below moves by
+        the hunk's own growth into the text before that hunk, and the pieces on a hunk's lines are taken in."""
+        self._close()
+        kept: list[Hunk] = []                     # the hunks as they read after the move, newest first
+        for h in reversed(self.hunks):
+            above = [p for p in parts if p.start + len(p.old) <= h.start]
+            below = [p for p in parts[len(above):] if p.start >= h.end]
+            touching = parts[len(above):len(parts) - len(below)]
+            moved = _taken_in(h, touching) if touching else h
+            if moved is not None:
+                kept.append(Hunk(moved.start + _growth(above), moved.old, moved.new, moved.at))
+            parts = above + [Hunk(p.start + len(h.old) - len(h.new), p.old, p.new) for p in below]
+        self.hunks = deque(reversed(kept), maxlen=MAX_HUNKS)
 
     def _close(self) -> None:
         if self.open is not None:

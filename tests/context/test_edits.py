@@ -3,10 +3,12 @@ coalesce into one hunk, a change elsewhere closes it, an undo removes it, and th
 order they were made. Each test feeds the history the document's successive texts, as the editor sends them."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from lsp_server.context.edits import (MAX_HUNK_LINES, MAX_HUNKS, EditHistories, EditHistory, Hunk, line_change,
-                                     text_change)
+                                     pieces, text_change)
 
 CODE = """def summarize(orders):
     total = 0
@@ -238,3 +240,176 @@ def test_text_change_is_line_change_without_splitting_the_whole_text():
         j = rnd.randint(i, len(before))
         after = before[:i] + "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 3))) + before[j:]
         assert text_change(before, after) == line_change(before.split("\n"), after.split("\n")), (before, after)
+
+
+# ---- a change of several pieces at once: format-on-save, organize imports ----------------------------------------
+
+LONG = """import os \n\
+import sys
+
+
+def summarize(orders, tax_rate=0.2):
+    total = 0
+    for order in orders:
+        total += order.price
+    if total > 100:
+        print('big order')
+    total = total * (1 + tax_rate)
+    log = {'total':total}
+    print(log)
+    return total  \n\
+"""
+
+
+def formatted(text: str) -> str:
+    """What a formatter makes of a text: double quotes, a space after a colon and around `*` and `+=`, no spaces at
+    the ends of lines. Of LONG it changes lines 0, 9, 11 and 13: pieces apart from each other, spanning the text."""
+    text = re.sub(r"(\S)(\*|\+=)(\S)", r"\1 \2 \3", re.sub(r":(?=\S)", ": ", text.replace("'", '"')))
+    return "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def consistent(history: EditHistory) -> bool:
+    """Each hunk's new lines stand at its start in the text after it: undone from the newest to the oldest, the
+    hunks lead back from the document's text to the one they began from."""
+    lines = history.text.split("\n")
+    for h in reversed(history.recent()):
+        if tuple(lines[h.start:h.end]) != h.new:
+            return False
+        lines[h.start:h.end] = h.old
+    return True
+
+
+def test_format_on_save_after_a_rename_leaves_the_rename_the_last_edit():
+    """The formatter's pieces are not the user's edits: the rename stays the edit to follow (the client asks
+    again after the save, and the same repeat is there), and it is closed."""
+    h = EditHistory(LONG)
+    typed(h, 5, "total", "amount")
+    h.record(formatted(h.text))        # one change, as the editor sends the formatter's edits
+    assert shape(h) == [(5, ("    total = 0",), ("    amount = 0",))]
+    assert h.open is None and consistent(h)
+
+
+def test_the_next_keystrokes_after_a_format_make_a_hunk_of_their_own():
+    """The user's next edit is a hunk of its lines alone (it does not join one spanning the formatter's lines),
+    and the one after it, far away, closes it."""
+    h = EditHistory(LONG)
+    typed(h, 5, "total", "amount")
+    h.record(formatted(h.text))
+    typed(h, 7, "total", "amount")
+    assert shape(h)[-1] == (7, ("        total += order.price",), ("        amount += order.price",))
+    assert len(h.recent()) == 2 and consistent(h)
+    typed(h, 13, "total", "amount")
+    assert [s for s, _, _ in shape(h)] == [5, 7, 13] and consistent(h)
+
+
+def test_a_format_before_any_edit_leaves_no_history_and_the_first_edit_is_followed():
+    h = EditHistory(LONG)
+    h.record(formatted(LONG))
+    assert h.recent() == [] and h.open is None
+    typed(h, 7, "total", "amount")
+    assert shape(h) == [(7, ("        total += order.price",), ("        amount += order.price",))]
+
+
+def test_organize_imports_moves_the_edits_below_by_the_lines_it_adds_and_removes():
+    """An import added and one removed (two pieces above the user's edits): the edits keep their lines, moved to
+    where they stand now, so the diff the prompt reads is one that leads to the text."""
+    h = EditHistory(LONG)
+    typed(h, 5, "total", "amount")
+    typed(h, 13, "total", "amount")
+    lines = h.text.split("\n")
+    h.record("\n".join(["import json", "import os"] + lines[2:3] + ["import re"] + lines[3:]))
+    assert shape(h) == [(6, ("    total = 0",), ("    amount = 0",)),
+                        (14, ("    return total  ",), ("    return amount  ",))]
+    assert consistent(h)
+
+
+def test_a_format_that_rewrites_the_line_being_edited_keeps_the_edit_as_it_now_reads():
+    """The formatter changed the line the user just edited (and others far away): the user's hunk now reads
+    as the formatter left it, from the same old line."""
+    h = EditHistory(LONG)
+    typed(h, 11, "'total':total", "'total':amount")
+    h.record(formatted(h.text))
+    assert shape(h) == [(11, ("    log = {'total':total}",), ('    log = {"total": amount}',))]
+    assert consistent(h)
+
+
+def test_a_format_that_undoes_the_edit_being_typed_leaves_no_edit():
+    """The formatter put back the line being edited as it was: that edit is gone, the one before stays."""
+    h = EditHistory(LONG)
+    typed(h, 5, "total", "amount")
+    typed(h, 7, "total += order", "total+=order")
+    h.record(formatted(h.text))
+    assert shape(h) == [(5, ("    total = 0",), ("    amount = 0",))] and consistent(h)
+
+
+def test_a_format_that_rewrites_an_older_edit_s_lines_keeps_it_as_it_now_reads():
+    h = EditHistory(LONG)
+    typed(h, 9, "big", "large")
+    typed(h, 5, "total", "amount")
+    h.record(formatted(h.text))
+    assert shape(h) == [(9, ("        print('big order')",), ('        print("large order")',)),
+                        (5, ("    total = 0",), ("    amount = 0",))]
+    assert consistent(h)
+
+
+def test_the_pieces_of_a_change_are_its_runs_of_differing_lines():
+    lines = LONG.split("\n")
+    assert [(p.start, p.old, p.new) for p in pieces(text_change(LONG, formatted(LONG)))] == [
+        (n, (lines[n],), (formatted(LONG).split("\n")[n],)) for n in (0, 9, 11, 13)]
+    keystroke = text_change(LONG, LONG.replace("total = 0", "tota = 0"))
+    assert pieces(keystroke) == [keystroke]
+    # an import added above, one taken out below: an insertion and a deletion, the lines between alike
+    moved = ["import json"] + lines[:1] + lines[2:]
+    assert [(p.start, p.old, p.new) for p in pieces(text_change(LONG, "\n".join(moved)))] == [
+        (0, (), ("import json",)), (1, ("import sys",), ())]
+
+
+def test_the_pieces_are_a_true_diff_of_any_two_texts():
+    """Applied to the old lines, the pieces give the new ones, each between lines alike, on texts where lines
+    repeat (blank lines, braces) and stretches long enough that the search widens several times."""
+    import random
+    rnd = random.Random(3)
+    vocabulary = ["", "}", "x = 1", "return y"] + [f"line {n}" for n in range(400)]
+    for _ in range(400):
+        old = [rnd.choice(vocabulary) for _ in range(rnd.choice([5, 40, 400]))]
+        new = list(old)
+        for _ in range(rnd.randint(1, 8)):
+            n = rnd.randrange(len(new) + 1)
+            new[n:n + rnd.choice([0, 1, 3, 150])] = [rnd.choice(vocabulary) for _ in range(rnd.choice([0, 1, 2, 90]))]
+        change = line_change(old, new)
+        if change is None:
+            continue
+        got = pieces(change)
+        rebuilt, end = list(old), len(old)
+        for p in reversed(got):
+            assert p.old != p.new and p.start + len(p.old) <= end
+            assert rebuilt[p.start:p.start + len(p.old)] == list(p.old)
+            rebuilt[p.start:p.start + len(p.old)] = p.new
+            end = p.start
+        assert rebuilt == new
+        assert all(a.start + len(a.old) < b.start for a, b in zip(got, got[1:]))   # a line alike between
+
+
+def test_the_history_stays_a_sequence_that_leads_to_the_text_through_any_changes():
+    """Keystrokes, pastes and changes of many pieces at once, at random: the hunks always lead to the text, and
+    after a change of several pieces nothing is open."""
+    import random
+    rnd = random.Random(56)
+    words = ["a", "b", "x = 1", "", "    y", "z()"]
+    for _ in range(300):
+        lines = [rnd.choice(words) for _ in range(rnd.randint(1, 30))]
+        h = EditHistory("\n".join(lines))
+        for _ in range(12):
+            lines = h.text.split("\n")
+            if rnd.random() < 0.3:   # several lines changed at once, anywhere
+                for n in sorted(rnd.sample(range(len(lines)), min(len(lines), rnd.randint(2, 5))), reverse=True):
+                    lines[n:n + 1] = rnd.choice([[], [lines[n] + "!"], [lines[n], rnd.choice(words)]])
+            else:                    # a keystroke or a small paste in one place
+                n = rnd.randrange(len(lines))
+                lines[n:n + rnd.randint(0, 2)] = [rnd.choice(words) for _ in range(rnd.randint(0, 2))]
+            before, after = h.text, "\n".join(lines)
+            h.record(after)
+            assert consistent(h), shape(h)
+            change = text_change(before, after)
+            if change is not None and len(pieces(change)) > 1:
+                assert h.open is None

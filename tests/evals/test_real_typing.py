@@ -10,11 +10,13 @@ import subprocess
 import time
 
 import pytest
+from lsprotocol import types
 
 from conftest import FIXTURES, ROOT, eval_cmd, tandem_cmd
 from evals.real.corpus import local_projects
 from evals.real.holes import read_source
-from evals.real.typing import SPAN, CarefulTypist, exact_lines, figures, p50_censored, pick_bodies
+from evals.real.asks import REST_S, NextEditAsks
+from evals.real.typing import SPAN, CarefulTypist, body_modes, exact_lines, figures, p50_censored, pick_bodies
 
 REAL = FIXTURES / "real"
 
@@ -70,13 +72,23 @@ class ScriptedEditor:
     """Replayer's surface, answering each request at once (or never) by a script of the text before the cursor;
     it keeps the document as the typist's edits make it."""
 
-    def __init__(self, answer):
+    def __init__(self, answer, next_edit=None):
         self.answer, self.doc, self.cancelled, self.notes = answer, "", 0, []
+        self.next_edit = next_edit or (lambda params: None)   # a next-edit ask's answer, or None: never
+        self.asked: list[tuple[str, dict, float]] = []        # the next-edit asks: (id, params, when)
         self.client = self
         self.protocol = self
 
     def notify(self, method, params):
-        self.notes.append((method, params["chars"]))
+        self.notes.append((method, params["chars"] if isinstance(params, dict) and "chars" in params else params))
+
+    async def send_request_async(self, method, params, msg_id=None):
+        assert method == "textDocument/copilotInlineEdit"
+        self.asked.append((msg_id, params, time.perf_counter()))
+        answer = self.next_edit(params)
+        if answer is None:
+            await asyncio.Event().wait()
+        return answer
 
     async def request(self, uri, text, cursor):
         fut = asyncio.get_running_loop().create_future()
@@ -145,6 +157,80 @@ def test_line_starts_not_answered_within_the_wait_count_as_unanswered_and_are_ca
     assert editor.cancelled == t.requests     # every request still open when the next key came was cancelled
 
 
+# ---- next-edit asks as VS Code's client sends them ---------------------------------------------------------------
+
+def test_an_ask_goes_out_once_the_typing_rests_and_is_cancelled_when_it_goes_on():
+    """editors/vscode/src/next-edit.ts: each change restarts a 500 ms wait; the ask is for the version and the
+    cursor of the last change; the next change cancels it with $/cancelRequest."""
+    async def run():
+        editor = ScriptedEditor(lambda before: None)
+        asks = NextEditAsks(editor)
+        text = "def f(x):\n    return x\n"
+        asks.changed("file:///f.py", 2, text, 9)
+        await asyncio.sleep(REST_S * 0.6)
+        asks.changed("file:///f.py", 3, text, 14)         # typed on before the rest: no ask yet
+        t0 = time.perf_counter()
+        await asyncio.sleep(REST_S * 0.6)
+        assert editor.asked == []
+        await asyncio.sleep(REST_S * 0.8)
+        [(msg_id, params, when)] = editor.asked
+        assert when - t0 >= REST_S
+        assert params == {"textDocument": {"uri": "file:///f.py", "version": 3},
+                          "position": {"line": 1, "character": 4}}
+        asks.changed("file:///f.py", 4, text, 15)          # the typing goes on: the ask still open is cancelled
+        assert ("$/cancelRequest", types.CancelParams(id=msg_id)) in editor.notes
+        asks.closed()                                       # and leaving the file drops the next one
+        await asyncio.sleep(REST_S * 1.2)
+        assert len(editor.asked) == 1
+        assert (asks.tally.sent, asks.tally.cancelled, asks.tally.answered) == (1, 1, 0)
+    asyncio.run(run())
+
+
+def test_an_edit_for_the_version_is_a_proposal_and_the_next_change_dismisses_it():
+    edit = {"id": "ne-7", "range": {"start": {"line": 5, "character": 0}, "end": {"line": 6, "character": 0}},
+            "text": "    return y\n", "textDocument": {"uri": "file:///f.py", "version": 2}}
+
+    async def run():
+        editor = ScriptedEditor(lambda before: None, next_edit=lambda params: {
+            "edits": [edit] if params["textDocument"]["version"] == 2 else []})
+        asks = NextEditAsks(editor, rest_s=0.05)
+        asks.changed("file:///f.py", 2, "a\nb\n", 2)
+        await asyncio.sleep(0.2)
+        assert asks.tally.proposals == 1 and asks.tally.seen[0]["range"] == [5, 6]
+        asks.changed("file:///f.py", 3, "a\nbc\n", 4)
+        assert ("tandem/nextEditDismissed", {"id": "ne-7"}) in editor.notes
+        await asyncio.sleep(0.2)                             # answered without an edit: nothing shown
+        asks.closed()
+        assert [n for n in editor.notes if n[0] == "tandem/nextEditDismissed"] == [
+            ("tandem/nextEditDismissed", {"id": "ne-7"})]
+        t = asks.tally
+        assert (t.sent, t.answered, t.proposals, t.dismissed, t.cancelled) == (2, 2, 1, 1, 0)
+        assert len(t.answer_ms) == 2 and len(t.proposal_ms) == 1
+    asyncio.run(run())
+
+
+def test_the_typist_s_rests_send_the_asks_at_its_cursor():
+    """Typing fast and never answered: the waits at the three line starts after a newline are the rests (the
+    first line start is no change), each ask at the new line's indentation, each cancelled by the next key."""
+    editor = ScriptedEditor(lambda before: None)
+    asks = NextEditAsks(editor)
+    typist = CarefulTypist(editor, cps=500.0, wait_s=REST_S + 0.3, read_s=0.0, asks=asks)
+    asyncio.run(typist.type_body("file:///f.py", 1, HEAD + TAIL, len(HEAD), BODY))
+    assert editor.doc == HEAD + BODY + TAIL
+    at = [(p["position"]["line"], p["position"]["character"]) for _, p, _ in editor.asked]
+    assert at == [(2, 4), (3, 8), (4, 4)]
+    assert [p["textDocument"]["version"] for _, p, _ in editor.asked] == [
+        1 + len("total = 0") + 1, 1 + len("total = 0") + 1 + len("for x in xs:") + 1,
+        1 + len("total = 0") + 1 + len("for x in xs:") + 1 + len("total += x") + 1]
+    cancels = [p.id for m, p in editor.notes if m == "$/cancelRequest"]
+    assert cancels == [i for i, _, _ in editor.asked] and asks.tally.cancelled == 3
+
+
+def test_both_modes_alternate_which_goes_first():
+    assert [body_modes("both", n) for n in range(3)] == [("off", "on"), ("on", "off"), ("off", "on")]
+    assert body_modes("on", 1) == ("on",) and body_modes("off", 0) == ("off",)
+
+
 # ---- the real server --------------------------------------------------------------------------------------------
 
 @pytest.mark.models
@@ -175,6 +261,44 @@ def test_a_short_typing_session_against_the_real_server(tmp_path):
     # the server took the cursor's move to the body (it fills the place while the typist finds it)
     assert r["servers"]["httpx"]["cursor_moves"] == 1
     assert ("already running for httpx" in p.stdout) == bool(r["engine_was_running"])
+
+
+@pytest.mark.models
+def test_typing_with_next_edit_asks_off_and_on_side_by_side_against_the_real_server(tmp_path):
+    """The same body typed twice by one server, asks off and on; the asks reach the server (it counts them) and
+    the report sets the two modes' line starts side by side."""
+    corpus = tmp_path / "corpus"
+    (corpus / "httpx").mkdir(parents=True)
+    (corpus / "httpx" / "models.py").write_text((REAL / "httpx_models.py").read_text(encoding="utf-8"),
+                                                encoding="utf-8")
+    out = tmp_path / "typing.json"
+    p = subprocess.run(eval_cmd() + ["replay", "--real", "1", "--corpus", str(corpus), "--half", "all",
+                                     "--cps", "20", "--wait", "3", "--next-edit-asks", "both", "--json", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(out.read_text())
+    off, on = r["sessions"]
+    assert (off["asks"], on["asks"]) == ("off", "on") and off["body"] == on["body"]
+    assert "asks_sent" not in off and set(r["by_mode"]) == {"off", "on"}
+    asks = r["by_mode"]["on"]["next_edit_asks"]
+    # the rest after the body sends one at least; each is answered, cancelled by the typing, or late
+    assert asks["asks_sent"] >= 1 and asks == {k: on[k] for k in asks}
+    assert asks["asks_answered"] + asks["asks_cancelled"] + asks["asks_stale"] + asks["asks_errors"] == \
+        asks["asks_sent"]
+    assert asks["proposals"] <= asks["asks_answered"] and asks["asks_errors"] == 0
+    served = r["servers"]["httpx"]["next_edit"]
+    assert served["requested"] >= asks["asks_answered"] + asks["asks_stale"] and served["requested"] >= 1
+    for mode in ("off", "on"):
+        assert r["by_mode"][mode]["total"]["chars"] == len(off["body"]["typed"])
+        assert r["by_mode"][mode]["total"]["line_starts"] == (off if mode == "off" else on)["line_starts"]
+    # how fast the line starts were answered is this machine's business; the report sets them side by side
+    for key in ("line_start_p50_ms", "line_start_answered_p50_ms"):
+        was, now = r["by_mode"]["off"]["total"][key], r["by_mode"]["on"]["total"][key]
+        assert r["cost"][key] == {"off": was, "on": now,
+                                  "change": None if not was or now is None else round(now / was - 1, 4)}
+    assert set(r["summary"]) == {"asks_off", "asks_on"} and r["summary"]["asks_on"]["proposals"] == asks["proposals"]
+    assert "each typed twice, next-edit asks off and on" in p.stdout and "1 function bodies" in p.stdout
+    assert f"next-edit asks {asks['asks_sent']} (" in p.stdout and "line starts answered p50: asks off" in p.stdout
 
 
 @pytest.mark.parametrize("args, says", [

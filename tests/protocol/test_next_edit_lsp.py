@@ -140,6 +140,59 @@ async def test_an_undone_edit_leaves_nothing_to_follow(client: LanguageClient):
     assert after["empty"] == before["empty"] + 1 and after["proposed"] == before["proposed"]
 
 
+UNFORMATTED = """import os,sys
+
+
+def summarize(orders, tax_rate = 0.2):
+    \"\"\"Sum the orders' prices, with tax.\"\"\"
+    total = 0.0
+    for order in orders:
+        total += order.price * order.quantity
+    total = total * (1 + tax_rate)
+    print( 'done' )
+    return total
+"""
+
+
+def format_(text: str) -> str:
+    """A formatter's work on lines 0, 3 and 9: pieces above and below the renamed line."""
+    return (text.replace("import os,sys", "import os, sys").replace("tax_rate = 0.2", "tax_rate=0.2")
+            .replace("print( 'done' )", 'print("done")'))
+
+
+def replaced(client: LanguageClient, uri: str, version: int, line: int, character: int, old: str, new: str):
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=line, character=character),
+                              end=types.Position(line=line, character=character + len(old))), text=new)]))
+
+
+async def test_a_rename_is_still_followed_after_format_on_save(client: LanguageClient):
+    """A rename, then the formatter's edits as one whole-document change (as VS Code and Neovim send them): the
+    rename is still the edit to follow, found in the text at once, and so is the user's next rename after it."""
+    uri, _ = open_doc(client, FIXTURES / "lsp" / "shop.py", text=UNFORMATTED, uri="file:///tmp/tandem-ne/fmt.py")
+    replaced(client, uri, 2, 5, 4, "total", "amount")
+    text = format_(UNFORMATTED.replace("    total = 0.0", "    amount = 0.0"))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=3),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    before = (await stats(client))["next_edit"]
+    [edit] = field(await ask(client, uri, 3, 5), "edits")
+    after = apply(text, edit)
+    assert after == text.replace("total", "amount"), after
+    assert (await stats(client))["next_edit"]["from_repeat"] == before["from_repeat"] + 1
+    # the user renames the next use by hand instead: that rename is followed
+    replaced(client, uri, 4, 7, 8, "total", "amount")
+    text = text.replace("        total +=", "        amount +=")
+    [edit] = field(await ask(client, uri, 4, 7), "edits")
+    assert apply(text, edit) == text.replace("total", "amount")
+    s = (await stats(client))["next_edit"]
+    assert s["from_repeat"] == before["from_repeat"] + 2 and s["from_model"] == before["from_model"], s
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
 async def test_the_setting_turns_it_off(client: LanguageClient):
     uri, _ = open_doc(client, FIXTURES / "lsp" / "shop.py", text=SHOP, uri="file:///tmp/tandem-ne/off.py")
     rename(client, uri, 2)
