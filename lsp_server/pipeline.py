@@ -39,6 +39,7 @@ class CompletionRequest:
     recent: tuple = ()              # recently edited and viewed code of other files (context.ring.Chunk)
     exclude: tuple[str, ...] = ()   # the user's patterns of files never read as context (settings.exclude)
     at_rest: bool = False           # not typing (a new place, or a pause): the longer suffix (PromptBudget)
+    suffix_cap: int | None = None   # at most this many suffix tokens (a next edit's check: service/edit_check.py)
 
 
 @dataclass
@@ -205,6 +206,8 @@ class Pipeline:
             want = min(NEEDS_SUFFIX_TOKENS, len(self.segments.tokenize(ctx.suffix[:reach])))
             if want > budget.suffix_tokens:
                 budget = replace(budget, suffix_tokens=want)
+        if req.suffix_cap is not None and budget.suffix_tokens > req.suffix_cap:
+            budget = replace(budget, suffix_tokens=req.suffix_cap)
 
         def build(b: PromptBudget) -> Prompt:
             if fast:

@@ -22,6 +22,7 @@ class StopReason(StrEnum):
     TIME = "time"             # the time budget
     CANCELLED = "cancelled"   # the caller's cancel flag
     ERROR = "error"           # a remote engine failed (its health says why)
+    SETTLED = "settled"       # a rewrite's change is done: it writes the region's lines as they stand again
 
 
 # the model itself ended the middle (or began to write the code below): nothing is to come there
@@ -69,6 +70,13 @@ class GenerationRequest:
     # the tokens of the region this generation rewrites (a next edit), which its output mostly copies: the
     # rewrite drafter proposes them from where the output stands in them; None for a completion
     rewrite_source: list[int] | None = None
+    # an answer to verify (a candidate next edit): its tokens are drafted whole at each step, whatever the
+    # controller would choose (one batch checks all of them), and the generation stops where the output leaves
+    # this text; what the target wrote is the verdict
+    expect: str | None = None
+    # the region a rewrite copies, as text: the generation ends once the output has left it and then written
+    # SETTLE_LINES of its lines again as they stand (the change is done; the rest is the region as it is)
+    settle: str = ""
 
 
 @dataclass
@@ -144,6 +152,10 @@ def text_stop(req: GenerationRequest, text: str, before: int,
     """The text cut where the request says generation ends (a stop string, or the first line with text of a
     single-line request), and "stop" if it was cut; `before` is how much of the text was checked already.
     Shared by the local loop and the remote engine, which sees the same text arrive over HTTP."""
+    if req.expect is not None and not (req.expect.startswith(text) or text.startswith(req.expect)):
+        return text, StopReason.STOP   # the target writes something else than the answer it was to verify
+    if req.settle and (cut := settled(req.settle, text)) is not None:
+        return text[:cut], StopReason.SETTLED
     if req.stop:
         start = max(0, before - longest_stop)
         cut = min((i for s in req.stop if (i := text.find(s, start)) >= 0), default=-1)
@@ -157,6 +169,29 @@ def text_stop(req: GenerationRequest, text: str, before: int,
         if cut >= 0:
             return text[:cut], StopReason.STOP
     return text, None
+
+
+# lines of its region a rewrite writes again as they stand, after its change, before it is taken as done
+SETTLE_LINES = 2
+
+
+def settled(region: str, text: str, k: int = SETTLE_LINES) -> int | None:
+    """Where a rewrite of `region` is done (the length of `text` to keep), or None: the output left the region's
+    lines and its last `k` complete lines are again the region's, as they stand, after where it left them (one
+    of them with some text: blank lines and braces repeat everywhere)."""
+    end = text.rfind("\n") + 1
+    out = text[:end].split("\n")[:-1]
+    old = region.split("\n")
+    i = next((n for n, (a, b) in enumerate(zip(out, old)) if a != b), None)
+    if i is None or len(out) - k < i:
+        return None
+    tail = out[-k:]
+    if not any(len(line.strip()) >= 6 for line in tail):
+        return None
+    for j in range(i + k, len(old) + 1):
+        if old[j - k:j] == tail:
+            return end
+    return None
 
 
 log = logging.getLogger("tandem.spec")
@@ -207,6 +242,10 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         rewrite = None
     if rewrite:
         rewrite.start(req.rewrite_source)
+    # an answer to verify is drafted whole, speculation on or off: the output is the target's either way
+    expected = RewriteDrafter() if req.expect is not None else None
+    if expected:
+        expected.start(target.tokenize(req.expect))
     fixed = req.fixed_model_draft if model_drafter is not None else 0
     use_model = speculate and model_drafter is not None and (fixed > 0 or controller.model_can_pay())
 
@@ -231,10 +270,16 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
             ngram.extend([tok])
         if rewrite:
             rewrite.extend([tok])
+        if expected:
+            expected.extend([tok])
 
-        draft, plan = (_choose_draft(controller, req, out, last_gap, ngram, template,
-                                     model_drafter if use_model else None, fixed, cancel, rewrite)
-                       if speculate else (None, None))
+        if expected:
+            draft = expected.propose(req.max_tokens - len(out.tokens))
+            plan = Plan(len(draft.tokens), 0.0, 0.0) if draft else None
+        else:
+            draft, plan = (_choose_draft(controller, req, out, last_gap, ngram, template,
+                                         model_drafter if use_model else None, fixed, cancel, rewrite)
+                           if speculate else (None, None))
         n = plan.n_verify if plan else 0
         drafted = draft.tokens[:n] if n else []
 
@@ -243,7 +288,7 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         verify_s.setdefault(n + 1, []).append(v.seconds)
         if n and draft.drafter == "model":
             model_draft_s.append(draft.cost_s)
-        if speculate:
+        if speculate and not expected:
             controller.observe_step(v.seconds, plan, v.accepted, draft.cost_s if n else 0.0)
         near_ties += v.near_tie
         accepted, next_tok, margins = v.accepted, v.next_tok, v.margins
@@ -254,7 +299,7 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
             log.debug("step %d: %s drafted %r (%s), accepted %d, target says %r", steps, draft.drafter,
                       target.detokenize(drafted), ",".join(draft.buckets[:n]), accepted,
                       target.detokenize([next_tok]))
-        if n:
+        if n and not expected:
             controller.stats.record(lang, draft.drafter, draft.buckets[:n], accepted + v.right)
             c = counts.setdefault(draft.drafter, DrafterCount())
             c.steps += 1
@@ -268,6 +313,8 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
                 ngram.extend([drafted[i]])
             if rewrite:
                 rewrite.extend([drafted[i]])
+            if expected:
+                expected.extend([drafted[i]])
         if reason:
             break
         if req.on_text is not None:
