@@ -169,6 +169,11 @@ async def test_bad_requests_get_errors_and_the_server_stays_up(client: LanguageC
         await raw_request(client, "textDocument/copilotInlineEdit",
                           {"textDocument": {"uri": uri}, "position": {"line": -1}}, "ne-no-position")
     assert "position must be" in str(err.value)
+    with pytest.raises(JsonRpcException) as err:   # past the LSP's uinteger: lsprotocol's Position refuses it
+        await raw_request(client, "textDocument/copilotInlineEdit",
+                          {"textDocument": {"uri": uri}, "position": {"line": 2 ** 31, "character": 0}},
+                          "ne-huge-line")
+    assert "position must be" in str(err.value)
     with pytest.raises(JsonRpcException) as err:
         await raw_request(client, "textDocument/copilotInlineEdit",
                           {"textDocument": {"uri": ["not", "a", "string"]}, "position": {"line": 0, "character": 0}},
