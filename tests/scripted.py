@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from lsp_server.engine import EngineConfig, Generation, StopReason
+from lsp_server.engine import ContextFullError, EngineConfig, Generation, StopReason
 from lsp_server.engine.vocab import FimTokens
 
 FIM = FimTokens(prefix=1, suffix=2, middle=3, repo_name=4, file_sep=5)
@@ -31,8 +31,11 @@ class Target:
 
 class ScriptedEngine:
     def __init__(self, answer: Callable[[str], str], token_s: float = 0.0005, step_s: float = 0.002,
-                 by_prompt: bool = False):
+                 by_prompt: bool = False, strict_context: bool = False):
         self.answer, self.token_s, self.step_s, self.by_prompt = answer, token_s, step_s, by_prompt
+        # ContextFullError where prompt and output do not fit cfg.n_ctx, as the real loop raises it (off by default:
+        # with one token a character, some completion tests' prompts of long lines do not fit)
+        self.strict_context = strict_context
         self.cfg = EngineConfig(stats_path="", calibration_path="")
         self.fim = FIM
         self.target = Target()
@@ -40,6 +43,7 @@ class ScriptedEngine:
         self.draft_decision = "none (scripted)"
         self.backend = None
         self.warnings: list[str] = []
+        self.records_margins = True   # (none are written: an answer's margin is unknown, and it is not filtered)
         self.prompt_tok_s = 1 / token_s
         self.lock = threading.Lock()
         self.generations: list[str] = []   # the prefix of each generation that ran (for the tests)
@@ -89,6 +93,9 @@ class ScriptedEngine:
 
     def generate(self, req, cancel=None) -> Generation:
         self.cancels.append((cancel, getattr(cancel, "yields", None)))
+        if self.strict_context and len(req.tokens) + req.max_tokens + self.cfg.draft_max + 1 > self.cfg.n_ctx:
+            raise ContextFullError(f"prompt of {len(req.tokens)} tokens + {req.max_tokens} to generate does not "
+                                   f"fit the context of {self.cfg.n_ctx} tokens")
         with self.lock:
             t0 = time.perf_counter()
             done = self._prefill(req.tokens, cancel)

@@ -53,6 +53,7 @@ class LocalEngine:
     def __init__(self, cfg: EngineConfig, log=lambda msg: print(msg, file=sys.stderr)):
         self.cfg, self.log = cfg, log
         self.warnings: list[str] = []
+        self.records_margins = True
         self._told: set[str] = set()
         self.lock = threading.Lock()
         threads = cfg.threads()
@@ -232,6 +233,8 @@ class LocalEngine:
     def tune(self, speculation: bool, draft_min: int, draft_max: int, kv_store_mib: int, cache_reuse: int) -> None:
         """Settings that take effect without loading the models again."""
         self.cfg.speculation = speculation
+        # cfg as well: what a prompt may take of the context is counted from cfg.draft_max
+        self.cfg.draft_min, self.cfg.draft_max = draft_min, draft_max
         self.controller.draft_min, self.controller.draft_max = draft_min, draft_max
         self.resize_store(kv_store_mib)
         for m in (self.target, self.draft):

@@ -29,6 +29,8 @@ class Engine(Protocol):
     draft_decision: str            # why the draft model is (not) resident, for the stats
     fim: FimTokens | None          # None: the vocabulary has no FIM tokens, prompts are the prefix only
     warnings: list[str]            # what the user was warned of while it loaded and since
+    records_margins: bool          # generate keeps each output token's top-2 logit gap when the request asks
+                                   # (record_margins); a remote engine cannot (its server's answer has none)
 
     def tokenize(self, text: str, special: bool = False) -> list[int]:
         """The target vocabulary's tokens of `text` (`special`: control tokens written as text, such as a chat

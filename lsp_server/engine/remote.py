@@ -88,6 +88,9 @@ class RemoteEngine:
         backend.check()
         self.backend, self.log = backend, log
         self.warnings: list[str] = []
+        # llama-server sends top probabilities (n_probs) only for tokens it sampled, none for those its own
+        # speculation accepted, and an OpenAI-compatible server may send none: no margins come back
+        self.records_margins = False
         self._notices: deque[str] = deque(maxlen=8)
         self.health = Health()
         self.lock = threading.Lock()

@@ -8,7 +8,12 @@ suggestion that may be wrong costs the user more than none):
 - `deletion`: it takes out several lines net, or writes nothing at all (how a rewrite that lost its way, or was
   cut, looks);
 - `cut`: the answer was cut short before it wrote a changed line fully;
-- `unsure`: where the answer first leaves the region's text, the model barely preferred that to copying on."""
+- `unsure`: where the answer first leaves the region's text, the model barely preferred that to copying on.
+
+Two reasons come before any answer (the service decides them, and they are counted with the filters'):
+- `too_long`: the region with the least context does not fit the engine's context (prompt/budget.py);
+- `no_margins`: the engine gives no margins (a remote one), so `unsure` could not be judged: the model's own
+  rewrite is not asked for (the repeat of the user's change, found in the text, still is)."""
 from __future__ import annotations
 
 import difflib
@@ -28,6 +33,8 @@ class Dropped(StrEnum):
     DELETION = "deletion"
     CUT = "cut"
     UNSURE = "unsure"
+    TOO_LONG = "too_long"
+    NO_MARGINS = "no_margins"
 
 
 # the model's top-2 logit gap where its answer first leaves the region's text, below which the edit is not

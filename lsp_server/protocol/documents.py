@@ -127,9 +127,12 @@ def _uri(params):
     return _field(params, "uri") or _field(_field(params, "textDocument"), "uri")
 
 
+UINTEGER_MAX = 2 ** 31 - 1   # the LSP's uinteger: lsprotocol's Position refuses more with a ValueError
+
+
 def _numbers(*values) -> bool:
-    """All are LSP line or character numbers: ints (not bools), not negative."""
-    return all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values)
+    """All are LSP line or character numbers: ints (not bools), from 0 to the LSP's uinteger's largest."""
+    return all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= UINTEGER_MAX for v in values)
 
 
 def register(server: TandemServer) -> None:

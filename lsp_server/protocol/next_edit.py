@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+from urllib.parse import urlparse
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -63,11 +64,16 @@ def _wanted(ls: TandemServer, doc: TextDocument) -> bool:
 def shown_path(ls: TandemServer, doc: TextDocument) -> str:
     """The document's path as the prompt names it: relative to the workspace (as a diff names files; the small
     model follows a diff of `src/shop.py` better than one of a long absolute path), else its file name."""
-    path = to_fs_path(doc.uri) or doc.uri
+    path = to_fs_path(doc.uri)
+    if not path:   # no file: `untitled:Untitled-1`, a notebook's cell; named by the last part of the uri's path
+        return os.path.basename(urlparse(doc.uri).path) or doc.uri
     root = ls.workspace_root
-    if root and os.path.commonpath([root, path]) == root:
-        return os.path.relpath(path, root)
-    return os.path.basename(path)
+    try:
+        if root and os.path.commonpath([root, path]) == root:
+            return os.path.relpath(path, root)
+    except ValueError:   # on another drive than the workspace, or (a Windows path read here) not absolute
+        pass
+    return os.path.basename(path) or path
 
 
 async def _ask(ls: TandemServer, doc: TextDocument, line: int) -> Proposal | None:
@@ -85,6 +91,8 @@ def register(server: TandemServer) -> None:
     @server.feature("textDocument/copilotInlineEdit")
     async def inline_edit(ls: TandemServer, params):
         uri, pos = _uri(params), _field(params, "position")
+        if not isinstance(uri, (str, type(None))):   # a list or an object would fail as a dict key, not as params
+            raise JsonRpcInvalidParams(f"unknown document {uri!r}: textDocument.uri must be a string")
         doc = open_document(ls, uri)
         line, char = _field(pos, "line"), _field(pos, "character")
         if not _numbers(line, char):

@@ -6,12 +6,13 @@ import asyncio
 import json
 import logging
 import os
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import (FeatureNotificationError, FeatureRequestError, JsonRpcException, JsonRpcInternalError,
                               JsonRpcInvalidRequest, JsonRpcParseError)
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import JsonRPCNotification
 
 from .. import __version__
@@ -65,6 +66,15 @@ class TandemProtocol(LanguageServerProtocol):
             self.invalid_request(message, "the server is shutting down")
             return
         super().handle_message(message)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
+        # a change to a document never opened (a client that lost its didOpen): pygls's workspace raised KeyError
+        # at it, reported as a failed handler; there is no text to apply it to, so it is left
+        if unquote(params.text_document.uri) not in self.workspace.text_documents:
+            log.warning("a change to %s, which was never opened: ignored", params.text_document.uri)
+            return
+        yield from super().lsp_text_document__did_change(params)
 
     def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):
         # pygls files the future of every handler it runs under its message id, but only a request's answer

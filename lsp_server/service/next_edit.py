@@ -19,10 +19,11 @@ from dataclasses import dataclass, field, replace
 from ..context.edits import EditHistories, Hunk, keep_lines
 from ..context.repeats import repeat
 from ..context.usages import next_use
-from ..engine import CUT_SHORT, Generation, GenerationRequest, StopReason
+from ..engine import CUT_SHORT, ContextFullError, Generation, GenerationRequest, StopReason
 from ..engine.interface import Engine
 from ..postprocess.next_edit import MIN_DEPARTURE_MARGIN, Dropped, Edit, departure, proposal
-from ..prompt.next_edit import LINES_ABOVE, LINES_BELOW, build_prompt, region_lines
+from ..prompt.budget import prompt_room
+from ..prompt.next_edit import LINES_ABOVE, LINES_BELOW, build_prompt, fitted, region_lines
 from .queue import Task, TaskKind
 
 log = logging.getLogger("tandem.service")
@@ -75,20 +76,30 @@ def predict(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk],
         use = next_use(text, recent[-1], language, region_lines(n_lines, line, above, below))
         line = line if use is None else use
     p = build_prompt(text, line, diff, path, language, above, below)
-    tokens = engine.tokenize(p.text, special=True)
+    if min_margin > 0 and not engine.records_margins:
+        return Prediction(None, Dropped.NO_MARGINS, None, 0, (p.start, p.end))
     source = engine.tokenize(p.region)
-    req = GenerationRequest(tokens=tokens, max_tokens=len(source) + MAX_EXTRA_TOKENS, stop=("```",),
-                            language=language, speculative=speculative, time_budget_s=time_budget_s,
-                            rewrite_source=source, record_margins=True)
-    gen = engine.generate(req, cancel)
+    max_tokens = len(source) + MAX_EXTRA_TOKENS
+    fits = fitted(p, engine, prompt_room(engine.cfg.n_ctx, max_tokens, engine.cfg.draft_max))
+    if fits is None:
+        return Prediction(None, Dropped.TOO_LONG, None, 0, (p.start, p.end))
+    p, tokens = fits
+    req = GenerationRequest(tokens=tokens, max_tokens=max_tokens, stop=(p.ticks,), language=language,
+                            speculative=speculative, time_budget_s=time_budget_s, rewrite_source=source,
+                            record_margins=True)
+    try:
+        gen = engine.generate(req, cancel)
+    except ContextFullError:   # the draft limit was raised since cfg was read (by another window's draftMax)
+        return Prediction(None, Dropped.TOO_LONG, None, len(tokens), (p.start, p.end))
     if gen.stop_reason in (StopReason.CANCELLED, StopReason.ERROR):
         return Prediction(None, None, gen, len(tokens), (p.start, p.end))
-    edit, dropped = proposal(text, p.start, p.region, gen.text, gen.stop_reason in CUT_SHORT, recent, language,
-                             p.above)
+    answer, closed = p.answer(gen.text)
+    edit, dropped = proposal(text, p.start, p.region, answer, gen.stop_reason in CUT_SHORT and not closed, recent,
+                             language, p.above)
     margin = None
     if edit is not None and gen.margins:
         # the token where the answer leaves the region: as many as the text before that point tokenizes to
-        at = min(len(engine.tokenize(gen.text[:departure(p.region, gen.text, p.above)])), len(gen.margins) - 1)
+        at = min(len(engine.tokenize(answer[:departure(p.region, answer, p.above)])), len(gen.margins) - 1)
         margin = gen.margins[at]
         if margin < min_margin:
             edit, dropped = None, Dropped.UNSURE

@@ -222,6 +222,23 @@ def test_prompt_larger_than_the_context_is_refused(engine):
     assert g.tokens
 
 
+def test_the_draft_limit_tuned_is_the_one_a_prompt_s_room_is_counted_from(engine):
+    """engine.cfg.draft_max is what prompts are fitted with (prompt/budget.py, the pipeline); the loop checks the
+    controller's: a draft limit raised by a setting without a reload left cfg behind, and a prompt that fitted by
+    cfg's count was ContextFullError."""
+    c = engine.controller
+    saved = (engine.cfg.speculation, c.draft_min, c.draft_max, engine.cfg.kv_store_mib, engine.cfg.cache_reuse)
+    try:
+        engine.tune(True, 2, c.draft_max + 8, engine.cfg.kv_store_mib, engine.cfg.cache_reuse)
+        assert (engine.cfg.draft_min, engine.cfg.draft_max) == (c.draft_min, c.draft_max) == (2, saved[2] + 8)
+        # one token past the room counted from cfg is refused before anything is evaluated
+        room = engine.cfg.n_ctx - 8 - engine.cfg.draft_max - 1
+        with pytest.raises(ContextFullError):
+            engine.generate(GenerationRequest(engine.tokenize("y = 2\n" * 2000)[:room + 1], max_tokens=8))
+    finally:
+        engine.tune(*saved)
+
+
 def test_stop_strings_and_token_limit(engine):
     toks = engine.tokenize("for i in range(10):\n    print(i)\nfor j in range(10):\n")
     g = engine.generate(GenerationRequest(toks, max_tokens=5, speculative=False))

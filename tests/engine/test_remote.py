@@ -201,6 +201,51 @@ async def test_a_killed_server_is_reported_once_and_completions_come_back_with_i
         again.stop()
 
 
+ORDERS = '''def summarize(orders, tax_rate=0.2):
+    total = 0.0
+    for order in orders:
+        total += order.price * order.quantity
+    return total * (1 + tax_rate)
+'''
+
+
+def _edit(client: LanguageClient, uri: str, line: int, start: int, end: int, text: str) -> None:
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=line, character=start),
+                              end=types.Position(line=line, character=end)), text=text)]))
+
+
+async def _next_edit(client: LanguageClient, uri: str, line: int) -> list:
+    res = await client.protocol.send_request_async("textDocument/copilotInlineEdit", {
+        "textDocument": {"uri": uri, "version": 2}, "position": {"line": line, "character": 0}})
+    return res["edits"] if isinstance(res, dict) else res.edits
+
+
+@pytest.mark.asyncio
+async def test_next_edits_on_the_backend_repeat_the_users_change_and_ask_it_for_no_rewrite(lsp: LanguageClient,
+                                                                                            server):
+    """The server gives no margins (and none at all for the tokens its own speculation accepts), so the model's
+    own rewrite, shown only where the model was sure, is not asked for; the user's change repeated from the text
+    is proposed as with the local models."""
+    await start(lsp, remote_config(server.url, **QUIET))
+    assert (await wait_ready(lsp))["ready"]
+    renamed, _ = open_doc(lsp, FIXTURES / "lsp" / "inventory.py", text=ORDERS, uri="file:///tmp/tandem-remote/a.py")
+    _edit(lsp, renamed, 1, 4, 9, "amount")
+    [edit] = await _next_edit(lsp, renamed, 1)
+    assert "amount += order.price" in (edit["text"] if isinstance(edit, dict) else edit.text)
+    param, _ = open_doc(lsp, FIXTURES / "lsp" / "inventory.py", text=ORDERS, uri="file:///tmp/tandem-remote/b.py")
+    _edit(lsp, param, 0, 34, 34, ", discount=0")
+    await _idle_within(server, 5.0)
+    before = await stats(lsp)
+    assert await _next_edit(lsp, param, 0) == []
+    after = await stats(lsp)
+    assert after["next_edit"]["filtered"] == {"no_margins": 1}, after["next_edit"]
+    assert after["next_edit"]["from_repeat"] == 1 and after["next_edit"]["from_model"] == 0
+    assert after["backend"]["health"]["requests"] == before["backend"]["health"]["requests"]   # none was sent
+
+
 WRONG = "not-the-key-4711"
 KEYED = ClientServerConfig(server_command=tandem_cmd() + ["serve"], server_env={**os.environ, KEY_VAR: WRONG})
 

@@ -13,8 +13,9 @@ from lsp_server.postprocess.next_edit import Dropped, Edit, changed_lines, propo
 from lsp_server.prompt.next_edit import build_prompt, region_lines
 
 GOLDEN = Path(__file__).parent / "golden" / "next_edit"
-# `unsure` is judged from the generation's margins, not from the answer's text: tests/service covers it
-OUTCOMES = {"edit"} | {str(d) for d in Dropped} - {"unsure"}
+# `unsure` is judged from the generation's margins, not from the answer's text, and `too_long` and `no_margins`
+# before any answer: tests/service covers them
+OUTCOMES = {"edit"} | {str(d) for d in Dropped} - {"unsure", "too_long", "no_margins"}
 
 
 def cases():

@@ -1,6 +1,8 @@
 """Protocol fuzzing over stdio against the real server with the real models: malformed JSON-RPC, wrong types,
-out-of-range positions, unknown methods, huge lines, binary and invalid text. After every case the server must
-still be up, and every request it was sent must have been answered with a result or a JSON-RPC error."""
+out-of-range positions, unknown methods, huge lines, binary and invalid text, for completions and next edits
+(`textDocument/copilotInlineEdit`, code actions, the accept command, `tandem/nextEditDismissed`). After every
+case the server must still be up, and every request it was sent must have been answered with a result or a
+JSON-RPC error."""
 from __future__ import annotations
 
 import json
@@ -39,7 +41,8 @@ uris = st.one_of(st.just(DOC.as_uri()), st.just("file:///fuzz/doc.py"), st.text(
                  st.just("untitled:Untitled-1"), st.just("file:///" + "a" * 5000 + ".py"))
 METHODS = ["textDocument/inlineCompletion", "textDocument/completion", "tandem/stats", "tandem/didAccept",
            "workspace/executeCommand", "completionItem/resolve", "textDocument/hover", "$/cancelRequest",
-           "textDocument/didOpen", "textDocument/didChange", "textDocument/didClose", "initialize"]
+           "textDocument/didOpen", "textDocument/didChange", "textDocument/didClose", "initialize",
+           "textDocument/copilotInlineEdit", "textDocument/codeAction", "tandem/nextEditDismissed"]
 methods = st.one_of(st.sampled_from(METHODS), st.text(max_size=30))
 
 
@@ -52,9 +55,22 @@ raw_bodies = st.one_of(st.binary(max_size=200), st.text(max_size=200).map(str.en
                        json_values.map(lambda v: json.dumps(v).encode()))
 random_requests = st.tuples(st.just("request"), methods, json_values)
 position_requests = st.tuples(
-    st.just("request"), st.sampled_from(["textDocument/inlineCompletion", "textDocument/completion"]),
+    st.just("request"), st.sampled_from(["textDocument/inlineCompletion", "textDocument/completion",
+                                         "textDocument/copilotInlineEdit"]),
     st.builds(position_params, uris, coordinates, coordinates))
-opens = st.tuples(st.just("open"), st.sampled_from(["file:///fuzz/doc.py", "file:///fuzz/other.ts"]), texts,
+ranges = st.builds(lambda l0, c0, l1, c1: {"start": {"line": l0, "character": c0},
+                                           "end": {"line": l1, "character": c1}},
+                   coordinates, coordinates, coordinates, coordinates) | json_values
+action_requests = st.tuples(st.just("request"), st.just("textDocument/codeAction"), st.builds(
+    lambda uri, rng, kind: {"textDocument": {"uri": uri}, "range": rng, "context": {"diagnostics": [],
+                                                                                  "triggerKind": kind}},
+    uris, ranges, st.sampled_from([None, 1, 2, 3]) | json_values))
+# the command an edit carries, with any arguments (an id proposed or not, or anything)
+accepts = st.tuples(st.just("request"), st.just("workspace/executeCommand"), st.builds(
+    lambda args: {"command": "tandem.nextEditAccepted", "arguments": args},
+    st.lists(st.sampled_from(["ne-1", "ne-999"]) | json_values, max_size=2) | json_values))
+opens = st.tuples(st.just("open"), st.sampled_from(["file:///fuzz/doc.py", "file:///fuzz/other.ts",
+                                                    "untitled:Untitled-1"]), texts,
                   st.integers(0, 400), st.integers(0, 400))
 changes = st.tuples(st.just("change"), coordinates, coordinates, coordinates, coordinates, texts)
 # Tandem's own notifications, whose params pygls hands over unchecked: a cursor, a screen, or anything at all
@@ -65,9 +81,12 @@ screens = st.builds(lambda uri, ranges: {"uri": uri, "ranges": ranges}, uris,
                                                      "end": {"line": b, "character": 0}}, coordinates, coordinates)
                              | json_values, max_size=3) | json_values)
 notes = st.one_of(st.tuples(st.just("note"), st.just("tandem/didMoveCursor"), cursors | json_values),
-                  st.tuples(st.just("note"), st.just("tandem/visibleRanges"), screens))
+                  st.tuples(st.just("note"), st.just("tandem/visibleRanges"), screens),
+                  st.tuples(st.just("note"), st.just("tandem/nextEditDismissed"),
+                            st.builds(lambda i: {"id": i}, st.sampled_from(["ne-1", "ne-999"]) | json_values)
+                            | json_values))
 steps = st.lists(st.one_of(raw_bodies.map(lambda b: ("raw", b)), random_requests, position_requests, opens,
-                           changes, notes), min_size=1, max_size=4)
+                           changes, notes, action_requests, accepts), min_size=1, max_size=4)
 FAILED = "handler failed"   # the server's log line where a handler raised (TandemServer.report_server_error)
 
 
@@ -104,6 +123,20 @@ def run_step(s: RawServer, step, sent: list) -> None:
                                           "end": {"line": l1, "character": c1}}, "text": text}]})
         sent.append(s.inline("file:///fuzz/doc.py", 0, 0))
     s.tally["messages"] += 1
+
+
+def test_a_change_to_a_document_never_opened_and_numbers_past_the_lsp_range_fail_no_handler(server: RawServer):
+    """Two the fuzzing met: pygls raised KeyError at a change to a document it does not hold, and lsprotocol's
+    Position raises ValueError past the LSP's uinteger (2^31 - 1), which a handler's own check let through."""
+    server.notify("textDocument/didChange", {
+        "textDocument": {"uri": "file:///fuzz/never-opened.py", "version": 2},
+        "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                            "text": "x"}]})
+    server.notify("tandem/didMoveCursor", {"uri": DOC.as_uri(), "position": {"line": 2 ** 31, "character": 0}})
+    res = server.request("textDocument/copilotInlineEdit", {"textDocument": {"uri": DOC.as_uri()},
+                                                            "position": {"line": 2 ** 31, "character": 0}}, timeout=60)
+    assert res["error"]["code"] == -32602 and "position must be" in res["error"]["message"]
+    assert server.alive() and not [line for line in server.stderr if FAILED in line], "".join(server.stderr[-40:])
 
 
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

@@ -222,6 +222,49 @@ async def test_bad_requests_get_errors_and_the_server_stays_up(client: LanguageC
         await raw_request(client, "textDocument/copilotInlineEdit",
                           {"textDocument": {"uri": uri}, "position": {"line": -1}}, "ne-no-position")
     assert "position must be" in str(err.value)
+    with pytest.raises(JsonRpcException) as err:   # past the LSP's uinteger: lsprotocol's Position refuses it
+        await raw_request(client, "textDocument/copilotInlineEdit",
+                          {"textDocument": {"uri": uri}, "position": {"line": 2 ** 31, "character": 0}},
+                          "ne-huge-line")
+    assert "position must be" in str(err.value)
+    with pytest.raises(JsonRpcException) as err:
+        await raw_request(client, "textDocument/copilotInlineEdit",
+                          {"textDocument": {"uri": ["not", "a", "string"]}, "position": {"line": 0, "character": 0}},
+                          "ne-list-uri")
+    assert "must be a string" in str(err.value)
     client.protocol.notify("tandem/nextEditDismissed", {"id": "ne-never-proposed"})   # not counted
     s = await stats(client)
     assert s["ready"] and s["next_edit"]["dismissed"] == 0
+
+
+@pytest.mark.parametrize("uri", ["untitled:Untitled-1", "file:///D:/work/shop.py"])
+async def test_a_document_with_no_file_in_the_workspace_gets_its_next_edit(client: LanguageClient, uri):
+    """An unsaved buffer (no path at all) and a file another drive holds (a Windows path, not under the workspace
+    root): the prompt names them by their last part, and the edit comes as for any file."""
+    open_doc(client, FIXTURES / "lsp" / "shop.py", text=SHOP, language_id="python", uri=uri)
+    rename(client, uri, 2)
+    edits = field(await ask(client, uri, 2, RENAMED_LINE), "edits")
+    assert len(edits) == 1 and "amount += order.price" in field(edits[0], "text")
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+async def test_a_region_too_long_for_the_context_is_skipped_counted_and_the_server_stays_up(client: LanguageClient):
+    """A line of tens of thousands of characters in the lines to rewrite (a minified bundle, a pasted blob): the
+    prompt cannot fit the context, so no rewrite is asked for; every rest answers nothing, without an error."""
+    wide = SHOP.replace("    for order in orders:\n", f"    for order in orders:  # {'ab ' * 12000}\n")
+    uri, _ = open_doc(client, FIXTURES / "lsp" / "shop.py", text=wide, uri="file:///tmp/tandem-ne/wide.py")
+    # a new parameter: nothing to repeat from the text, so the model's rewrite would be asked for
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=0, character=34), end=types.Position(line=0, character=34)),
+            text=", discount=0")]))
+    before = (await stats(client))["next_edit"]
+    for _ in range(2):
+        assert field(await ask(client, uri, 2, 0), "edits") == []
+    s = (await stats(client))["next_edit"]
+    assert s["filtered"].get("too_long", 0) == before["filtered"].get("too_long", 0) + 2, s
+    assert (await stats(client))["ready"]
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))

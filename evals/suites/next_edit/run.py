@@ -16,7 +16,8 @@ from pathlib import Path
 from lsp_server.context.edits import Hunk
 from lsp_server.engine import CUT_SHORT, GenerationRequest
 from lsp_server.postprocess.next_edit import MIN_DEPARTURE_MARGIN, changed_lines
-from lsp_server.prompt.next_edit import FENCE, LINES_ABOVE, LINES_BELOW, region_lines
+from lsp_server.prompt.chat import chat, tokens_of
+from lsp_server.prompt.next_edit import FENCE, LINES_ABOVE, LINES_BELOW, answer_end, fence_ticks, region_lines
 from lsp_server.service.next_edit import MAX_EXTRA_TOKENS, predict
 
 from . import DEFAULT_CASES, load_cases
@@ -45,7 +46,7 @@ def hunks_of(diff: str) -> list[Hunk]:
     return out
 
 
-PLAIN = ("Recent edit:\n```diff\n{diff}```\n\nCode:\n```{fence}\n{region}```\n\nPredict the next edit. Reply with "
+PLAIN = ("Recent edit:\n{t}diff\n{diff}{t}\n\nCode:\n{t}{fence}\n{region}{t}\n\nPredict the next edit. Reply with "
          "the rewritten code only.")
 
 
@@ -56,14 +57,17 @@ def plain(engine, case: dict, above: int, below: int) -> tuple[dict | None, floa
     start, end = region_lines(len(lines), line, above, below)
     region = "".join(lines[start:end])
     fence = FENCE.get(case["language"], "")
-    user = PLAIN.format(diff=case["recent_edits"], fence=fence, region=region)
-    prompt = f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n```{fence}\n"
+    # as the product's prompt: the case's text never becomes control tokens, and its fences are longer than any
+    # run of backticks in it, so that a fenced example in the region does not end the answer
+    t = fence_ticks(case["recent_edits"], region)
+    user = PLAIN.format(diff=case["recent_edits"], fence=fence, region=region, t=t)
     source = engine.tokenize(region)
     t0 = time.monotonic()
-    gen = engine.generate(GenerationRequest(engine.tokenize(prompt, special=True), max_tokens=len(source) +
-                                            MAX_EXTRA_TOKENS, stop=("```",), language=case["language"],
+    gen = engine.generate(GenerationRequest(tokens_of(chat(user, f"{t}{fence}\n"), engine), max_tokens=len(source) +
+                                            MAX_EXTRA_TOKENS, stop=(t,), language=case["language"],
                                             rewrite_source=source, time_budget_s=NO_TIME_LIMIT_S))
-    change = changed_lines(region, gen.text, gen.stop_reason in CUT_SHORT)
+    answer, closed = answer_end(gen.text, region)
+    change = changed_lines(region, answer, gen.stop_reason in CUT_SHORT and not closed)
     if change is None:
         return None, time.monotonic() - t0, len(gen.tokens)
     i1, i2, new = change

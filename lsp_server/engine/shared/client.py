@@ -104,6 +104,7 @@ class SharedEngine:
         self.fim = fim_tokens(self.vocab)
         self.target = SharedModel(target, self.vocab, self)
         self.warnings: list[str] = []
+        self.records_margins = True   # the engine process's local engine records them
         self._notices: deque[str] = deque(maxlen=8)
         self._lock = threading.Lock()            # one writer on the socket at a time
         self._state = threading.Lock()           # the connection, whether it is down, what waits on it
