@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ..edits import Hunk
-from . import Candidate, make, nearest_first
+from .base import Candidate, make, nearest_first
 from .siblings import TYPE_FIRST, _name
 
 CALLEE = re.compile(r"([A-Za-z_]\w*)\s*\(")

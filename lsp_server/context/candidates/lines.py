@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..edits import Hunk, keep_lines
-from . import Candidate, make, nearest_first
+from .base import Candidate, make, nearest_first
 
 WORD = re.compile(r"[A-Za-z_]\w*")
 MIN_LINE = 6         # non-space characters a line needs to be worth repeating (not a brace, not `pass`)

@@ -12,7 +12,7 @@ import difflib
 import re
 
 from ..edits import Hunk
-from . import Candidate, cluster, make, nearest_first
+from .base import Candidate, cluster, make, nearest_first
 
 # sub-word tokens (`no_btreemap` is `no`, `_`, `btreemap`): a change inside a name (a prefix added) is a piece of its own
 TOKEN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+|_|\s+|[^\w\s]")

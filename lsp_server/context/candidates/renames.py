@@ -10,7 +10,7 @@ import re
 
 from ..edits import Hunk
 from ..usages import uses
-from . import Candidate, cluster, make, nearest_first
+from .base import Candidate, cluster, make, nearest_first
 
 NAME = re.compile(r"[A-Za-z_]\w*")
 MIN_NAME = 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..edits import Hunk
 from ..repeats import repeat
-from . import Candidate, make
+from .base import Candidate, make
 
 
 def find(text: str, recent: list[Hunk], cursor_line: int, language: str) -> list[Candidate]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ..edits import Hunk
-from . import Candidate, make, nearest_first
+from .base import Candidate, make, nearest_first
 
 NAME = re.compile(r"[A-Za-z_]\w*")
 # languages whose declarations put the type before the name (`int x`): the name is an item's last word
