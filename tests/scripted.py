@@ -2,7 +2,10 @@
 generate that writes a scripted text one token per step, calls back as the real one does and honours cancel. It
 keeps a live cache of the last prompt's tokens, so `cached` and pre-emption behave as the engine's do; evaluation
 takes `token_s` per token. What it writes comes from `answer(prefix) -> text` (with `by_prompt`, `answer(the
-prompt's text)`: what the prompt holds decides)."""
+prompt's text)`: what the prompt holds decides); a fill-in-the-middle prompt goes to `fim_answer(prefix, suffix)`
+where one is given (`fills(expected)`: the target writes what makes the file the expected text). Where the
+generation stops is the real loop's rule (`text_stop`: stop strings, one line, an answer to verify, a rewrite
+that settles)."""
 from __future__ import annotations
 
 import threading
@@ -11,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from lsp_server.engine import ContextFullError, EngineConfig, Generation, StopReason
+from lsp_server.engine.speculative import text_stop
 from lsp_server.engine.vocab import FimTokens
 
 FIM = FimTokens(prefix=1, suffix=2, middle=3, repo_name=4, file_sep=5)
@@ -31,8 +35,10 @@ class Target:
 
 class ScriptedEngine:
     def __init__(self, answer: Callable[[str], str], token_s: float = 0.0005, step_s: float = 0.002,
-                 by_prompt: bool = False, strict_context: bool = False):
+                 by_prompt: bool = False, strict_context: bool = False,
+                 fim_answer: Callable[[str, str], str] | None = None):
         self.answer, self.token_s, self.step_s, self.by_prompt = answer, token_s, step_s, by_prompt
+        self.fim_answer = fim_answer
         # ContextFullError where prompt and output do not fit cfg.n_ctx, as the real loop raises it (off by default:
         # with one token a character, some completion tests' prompts of long lines do not fit)
         self.strict_context = strict_context
@@ -108,8 +114,15 @@ class ScriptedEngine:
                 req.on_prompt(len(req.tokens), reused, 0, prompt_s)
             self.generations.append(req.left_text)
             self.prompts.append(list(req.tokens))
-            script = self.answer(self.detokenize(req.tokens) if self.by_prompt else req.left_text)
+            toks = req.tokens
+            if self.fim_answer is not None and toks and toks[-1] == FIM.middle and FIM.suffix in toks:
+                at = toks.index(FIM.suffix)
+                script = self.fim_answer(self.detokenize(toks[toks.index(FIM.prefix) + 1:at]),
+                                         self.detokenize(toks[at + 1:]))
+            else:
+                script = self.answer(self.detokenize(req.tokens) if self.by_prompt else req.left_text)
             out, reason = "", StopReason.EOG
+            longest = max((len(x) for x in req.stop), default=0)
             t1 = time.perf_counter()
             for ch in script:
                 if cancel is not None and cancel.is_set():
@@ -120,14 +133,9 @@ class ScriptedEngine:
                     reason = StopReason.LENGTH
                     break
                 time.sleep(self.step_s)
-                out += ch
-                if any(s in out for s in req.stop):
-                    out = out[:min(out.find(s) for s in req.stop if s in out)]
-                    reason = StopReason.STOP
-                    break
-                if req.single_line and ch == "\n" and out.strip():
-                    out = out[:-1]
-                    reason = StopReason.STOP
+                out, stopped = text_stop(req, out + ch, len(out), longest)
+                if stopped:
+                    reason = stopped
                     break
                 if req.on_text:
                     req.on_text(out, len(out))
@@ -152,3 +160,16 @@ class ScriptedEngine:
 
     def close(self) -> None:
         pass
+
+
+def fills(expected: str) -> Callable[[str, str], str]:
+    """A fill-in-the-middle answer that makes the file `expected` where the prompt's text around the hole allows
+    (its prefix may start at a page, its suffix be cut: the hole is found by them), else one that writes "?"."""
+    def answer(prefix: str, suffix: str) -> str:
+        at = expected.find(prefix)
+        if at < 0:
+            return "?"
+        rest = expected[at + len(prefix):]
+        end = rest.find(suffix) if suffix else len(rest)
+        return rest[:end] if end >= 0 else "?"
+    return answer

@@ -72,7 +72,7 @@ class GenerationRequest:
     rewrite_source: list[int] | None = None
     # an answer to verify (a candidate next edit): its tokens are drafted whole at each step, whatever the
     # controller would choose (one batch checks all of them), and the generation stops where the output leaves
-    # this text; what the target wrote is the verdict
+    # this text or has written all of it; what the target wrote is the verdict
     expect: str | None = None
     # the region a rewrite copies, as text: the generation ends once the output has left it and then written
     # SETTLE_LINES of its lines again as they stand (the change is done; the rest is the region as it is)
@@ -152,8 +152,9 @@ def text_stop(req: GenerationRequest, text: str, before: int,
     """The text cut where the request says generation ends (a stop string, or the first line with text of a
     single-line request), and "stop" if it was cut; `before` is how much of the text was checked already.
     Shared by the local loop and the remote engine, which sees the same text arrive over HTTP."""
-    if req.expect is not None and not (req.expect.startswith(text) or text.startswith(req.expect)):
-        return text, StopReason.STOP   # the target writes something else than the answer it was to verify
+    if req.expect is not None and (text.startswith(req.expect) or not req.expect.startswith(text)):
+        # the target wrote the answer it was to verify, or something else: either way the verdict is in
+        return text, StopReason.STOP
     if req.settle and (cut := settled(req.settle, text)) is not None:
         return text[:cut], StopReason.SETTLED
     if req.stop:

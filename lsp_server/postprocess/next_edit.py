@@ -13,7 +13,11 @@ suggestion that may be wrong costs the user more than none):
 Two reasons come before any answer (the service decides them, and they are counted with the filters'):
 - `too_long`: the region with the least context does not fit the engine's context (prompt/budget.py);
 - `no_margins`: the engine gives no margins (a remote one), so `unsure` could not be judged: the model's own
-  rewrite is not asked for (the repeat of the user's change, found in the text, still is)."""
+  rewrite is not asked for (the candidates, checked by the target's greedy answer, still are);
+- `disagreed`: candidates were found (context/candidates/) and the target, asked to fill their places, wrote
+  none of them: no rewrite is asked either (the target is no surer of an edit of its own there);
+- `new_code`: the user's last edit only added lines (new code being written, which the completions continue):
+  no rewrite is asked."""
 from __future__ import annotations
 
 import difflib
@@ -35,6 +39,8 @@ class Dropped(StrEnum):
     UNSURE = "unsure"
     TOO_LONG = "too_long"
     NO_MARGINS = "no_margins"
+    DISAGREED = "disagreed"      # candidates were found, and the target wrote none of them
+    NEW_CODE = "new_code"        # the user's last edit only added lines: no rewrite is asked
 
 
 # the model's top-2 logit gap where its answer first leaves the region's text, below which the edit is not

@@ -20,8 +20,8 @@ from .budget import fit
 from .chat import Piece, Tokenizer, chat, text_of, tokens_of
 
 LINES_ABOVE = 1      # of the region, above the cursor's line
-LINES_BELOW = 12     # of the region, below it
-CONTEXT_ABOVE = 12   # lines above the region shown as context (not rewritten)
+LINES_BELOW = 6      # of the region, below it (its every token is written again: its size is the rewrite's time)
+CONTEXT_ABOVE = 8    # lines above the region shown as context (not rewritten; evaluated afresh at every ask)
 
 FENCE = {"python": "python", "typescript": "typescript", "javascript": "javascript", "go": "go", "rust": "rust",
          "java": "java", "c": "c", "cpp": "cpp", "csharp": "csharp", "ruby": "ruby", "php": "php", "lua": "lua",

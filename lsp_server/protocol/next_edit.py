@@ -20,7 +20,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from ..service.next_edit import Proposal
-from .documents import _field, _numbers, _uri, language_of, open_document, server_position
+from .documents import _field, _numbers, _uri, language_of, open_document, request_for, server_position
 from .server import TandemServer
 
 ACCEPTED_COMMAND = "tandem.nextEditAccepted"
@@ -77,8 +77,9 @@ def shown_path(ls: TandemServer, doc: TextDocument) -> str:
 
 
 async def _ask(ls: TandemServer, doc: TextDocument, line: int) -> Proposal | None:
+    # the candidates' checks are asked as a completion at the line would be: with its other documents and project
     return await ls.service.next_edits.ask(doc.uri, doc.source, doc.version, line, shown_path(ls, doc),
-                                           language_of(doc))
+                                           language_of(doc), request_for(ls, doc, line, 0))
 
 
 def _current(ls: TandemServer, doc: TextDocument, p: Proposal | None) -> Proposal | None:

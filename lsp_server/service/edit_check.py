@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..context import Document
 from ..context.candidates import MAX_CANDIDATES, Candidate, find
@@ -22,9 +22,6 @@ from ..engine import GenerationRequest, StopReason
 from ..pipeline import CompletionRequest, Pipeline, Plan
 from ..postprocess.next_edit import Edit, breaks_syntax, undoes
 
-# tokens past the candidate's that the target may write: its end of the middle, or the code after the hole
-# written again (a fill-in-the-middle model often goes on with the suffix where the hole is filled)
-EXTRA_TOKENS = 3
 # the code after the hole in a check's prompt: the hole's own line and a few below say what fits it; the rest of
 # the file costs evaluation time (it is not cached: the completions' suffix starts elsewhere)
 CHECK_SUFFIX_TOKENS = 96
@@ -119,21 +116,26 @@ class Verdict:
     seconds: float = 0.0
 
 
-def plan_checks(pipeline: Pipeline, document: Document, cand: Candidate, root: str | None = None,
-                others: list[Document] | None = None) -> list[Check]:
+def plan_checks(pipeline: Pipeline, place: CompletionRequest, cand: Candidate) -> list[Check]:
     """The checks of one candidate, a hole each: the document with the hole cut out, planned as a completion at
-    the hole."""
+    the hole would be (`place`: a completion request in the document, for its context: the other documents, the
+    project, what was edited lately; a prompt with the same head as the completions' finds their pages)."""
+    document = place.document
     out = []
     for h in holes(document.text, cand):
         text = h.text[:h.start] + h.text[h.end:]
         line = text.count("\n", 0, h.start)
         col = h.start - (text.rfind("\n", 0, h.start) + 1)
-        req = CompletionRequest(Document(document.path, text, document.language), line, col, multiline=True,
-                                root=root, others=list(others or []), suffix_cap=CHECK_SUFFIX_TOKENS)
+        req = replace(place, document=Document(document.path, text, document.language), line=line, col=col,
+                      multiline=True, force=True, suffix_cap=CHECK_SUFFIX_TOKENS)
         plan = pipeline.plan(req)
-        n = len(pipeline.engine.tokenize(h.middle))
-        gen_req = GenerationRequest(plan.prompt.tokens, max_tokens=n + EXTRA_TOKENS, language=document.language,
-                                    expect=h.middle, record_margins=True, keep=plan.prompt.stable)
+        # drafted: the middle and the rest of its line as the code has it, so that one batch says both whether
+        # the target writes the middle and whether it ends the middle there (its end, or the code going on)
+        suffix = h.text[h.end:]
+        expect = h.middle + suffix[:suffix.find("\n") + 1 or len(suffix)]
+        n = len(pipeline.engine.tokenize(expect))
+        gen_req = GenerationRequest(plan.prompt.tokens, max_tokens=n + 1, language=document.language,
+                                    expect=expect, record_margins=True, keep=plan.prompt.stable)
         out.append(Check(cand, h, gen_req, plan))
     return out
 
@@ -170,16 +172,18 @@ def run_checks(engine, checks: list[Check], cancel: threading.Event | None = Non
                    min(margins) if margins else None, prompt, evaluated, time.monotonic() - t0)
 
 
-def plan_candidates(pipeline: Pipeline, document: Document, recent: list[Hunk], line: int, root: str | None = None,
-                    others: list[Document] | None = None, limit: int = MAX_CANDIDATES) -> list[list[Check]]:
-    """The candidates for the edit after `recent` (context/candidates/), those the filters let through (not an
-    undo of the user's edit, not a break of the file's syntax), each with its checks (on the context thread)."""
+def plan_candidates(pipeline: Pipeline, place: CompletionRequest, recent: list[Hunk],
+                    limit: int = MAX_CANDIDATES) -> list[list[Check]]:
+    """The candidates for the edit after `recent` at the place's line (context/candidates/), those the filters
+    let through (not an undo of the user's edit, not a break of the file's syntax), each with its checks (on the
+    context thread)."""
+    document = place.document
     out = []
-    for cand in find(document.text, recent, line, document.language, limit):
+    for cand in find(document.text, recent, place.line, document.language, limit):
         edit = Edit(cand.start, cand.end, cand.text, cand.old_text)
         if undoes(cand.old_text, cand.text, recent) or breaks_syntax(document.text, edit, document.language):
             continue
-        out.append(plan_checks(pipeline, document, cand, root, others))
+        out.append(plan_checks(pipeline, place, cand))
     return out
 
 

@@ -16,14 +16,16 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 
-from ..context.edits import EditHistories, Hunk, keep_lines
-from ..context.repeats import repeat
+from ..context import Document
+from ..context.edits import EditHistories, Hunk
 from ..context.usages import next_use
 from ..engine import CUT_SHORT, ContextFullError, Generation, GenerationRequest, StopReason
 from ..engine.interface import Engine
+from ..pipeline import CompletionRequest, Pipeline
 from ..postprocess.next_edit import MIN_DEPARTURE_MARGIN, Dropped, Edit, departure, proposal
 from ..prompt.budget import prompt_room
-from ..prompt.next_edit import LINES_ABOVE, LINES_BELOW, build_prompt, fitted, region_lines
+from ..prompt.next_edit import CONTEXT_ABOVE, LINES_ABOVE, LINES_BELOW, build_prompt, fitted, region_lines
+from .edit_check import Verdict, first_agreed, plan_candidates
 from .queue import Task, TaskKind
 
 log = logging.getLogger("tandem.service")
@@ -40,42 +42,74 @@ class Prediction:
     prompt_tokens: int = 0
     region: tuple[int, int] = (0, 0)
     margin: float | None = None  # the top-2 logit gap where the answer leaves the region's text (None: unknown)
-    source: str = "model"        # "repeat": the user's replacement made again, found in the text (no model)
+    # where the edit came from: a candidate's kind (context/candidates/: "repeat", "pattern", ...) the target
+    # agreed with, "model" (the free rewrite) or "candidates" (candidates found, none agreed with)
+    source: str = "model"
+    checks: list[Verdict] = field(default_factory=list)   # the target's verdicts on the candidates asked about
+    checks_s: float = 0.0
 
 
-def repeated(text: str, line: int, recent: list[Hunk], language: str) -> Prediction | None:
-    """The user's last replacement made again where the old text still stands, through the filters; None where
-    there is none (text work only: the service runs it on the context thread, not the model's)."""
-    rep = repeat(text, recent[-1], language, line) if recent else None
-    if rep is None:
-        return None
-    start, end, new_text = rep
-    edit, _ = proposal(text, start, "".join(keep_lines(text)[start:end]), new_text, False, recent, language)
-    return None if edit is None else Prediction(edit, None, None, 0, (start, end), None, "repeat")
+def predict(pipeline: Pipeline, place: CompletionRequest, diff: str, recent: list[Hunk], path: str,
+            cancel: threading.Event | None = None, candidates: bool = True, free: bool = True,
+            **rewrite_options) -> Prediction:
+    """The next edit at the place (a document and its line, with the context a completion there would have) given
+    the recent edits (a diff, and their hunks), on the calling thread (the lab; the server plans the candidates'
+    checks on the context thread and runs `settle` as a task of the model thread). `path`: the document's name
+    as the free rewrite's prompt shows it."""
+    text = place.document.text
+    place, recent = lf(place, recent)
+    planned = plan_candidates(pipeline, place, recent) if candidates and recent else []
+    return crlf(settle(pipeline.engine, planned, place.document, place.line, diff, recent, path, cancel, free,
+                       **rewrite_options), text)
 
 
-def predict(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk], path: str, language: str,
+def settle(engine: Engine, planned: list, document: Document, line: int, diff: str, recent: list[Hunk], path: str,
+           cancel: threading.Event | None = None, free: bool = True, **rewrite_options) -> Prediction:
+    """The model's part: the first candidate the target agrees with (edit_check.py); where no candidate was found
+    at all, the free rewrite of the region, shown only when the target was sure (`free`: asked at all)."""
+    t0 = time.monotonic()
+    found, verdicts = first_agreed(engine, planned, cancel)
+    if found is not None:
+        c = found.candidate
+        return Prediction(Edit(c.start, c.end, c.text, c.old_text), None, None, found.prompt_tokens, (c.start, c.end),
+                          found.margin, c.kind, verdicts, time.monotonic() - t0)
+    if planned or not free or (cancel is not None and cancel.is_set()):
+        # candidates were found and the target wrote none of them: it is no surer of an edit of its own there
+        return Prediction(None, Dropped.DISAGREED if planned else None, None, source="candidates",
+                          checks=verdicts, checks_s=time.monotonic() - t0)
+    if not worth_rewriting(recent):
+        return Prediction(None, Dropped.NEW_CODE, None, source="model")
+    return rewrite(engine, document.text, line, diff, recent, path, document.language, cancel, **rewrite_options)
+
+
+def worth_rewriting(recent: list[Hunk]) -> bool:
+    """Whether the model's free rewrite is worth its seconds after these edits: not after lines only added (new
+    code being written: what follows it is the completions' to write, and the rewrite of the region below found
+    nothing there on the suite's tune half)."""
+    return bool(recent) and bool(recent[-1].old)
+
+
+def rewrite(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk], path: str, language: str,
             cancel: threading.Event | None = None, speculative: bool = True, above: int = LINES_ABOVE,
             below: int = LINES_BELOW, time_budget_s: float = TIME_BUDGET_S,
-            min_margin: float = MIN_DEPARTURE_MARGIN, repeats: bool = True) -> Prediction:
-    """The next edit at `line` of `text` given the recent edits (a diff, and their hunks), on the calling thread
-    (the model thread in the server; the lab's suite calls it directly)."""
+            min_margin: float = MIN_DEPARTURE_MARGIN, settles: bool = True,
+            context_above: int = CONTEXT_ABOVE) -> Prediction:
+    """The free rewrite: the target rewrites the region around `line` with the edit that follows applied, the
+    rewrite drafter proposing the region's own tokens (`settles`: the answer ends once its change is done and it
+    copies the region's lines again)."""
     if "\r\n" in text:   # the model writes "\n": the lines compare without their "\r", which the edit gets back
-        pred = predict(engine, text.replace("\r\n", "\n"), line, diff.replace("\r\n", "\n"), recent, path,
-                       language, cancel, speculative, above, below, time_budget_s, min_margin, repeats)
+        pred = rewrite(engine, text.replace("\r\n", "\n"), line, diff.replace("\r\n", "\n"), recent, path,
+                       language, cancel, speculative, above, below, time_budget_s, min_margin, settles,
+                       context_above)
         if pred.edit is not None:
             pred.edit = replace(pred.edit, text=pred.edit.text.replace("\n", "\r\n"),
                                 old_text=pred.edit.old_text.replace("\n", "\r\n"))
         return pred
-    if recent and repeats:   # the user's replacement made again where the old text still stands: no model needed
-        found = repeated(text, line, recent, language)
-        if found is not None:
-            return found
     if recent:   # after a rename, the region goes where the old name is still used, if not near the cursor
         n_lines = text.count("\n") + (not text.endswith("\n"))
         use = next_use(text, recent[-1], language, region_lines(n_lines, line, above, below))
         line = line if use is None else use
-    p = build_prompt(text, line, diff, path, language, above, below)
+    p = build_prompt(text, line, diff, path, language, above, below, context_above)
     if min_margin > 0 and not engine.records_margins:
         return Prediction(None, Dropped.NO_MARGINS, None, 0, (p.start, p.end))
     source = engine.tokenize(p.region)
@@ -86,7 +120,7 @@ def predict(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk],
     p, tokens = fits
     req = GenerationRequest(tokens=tokens, max_tokens=max_tokens, stop=(p.ticks,), language=language,
                             speculative=speculative, time_budget_s=time_budget_s, rewrite_source=source,
-                            record_margins=True)
+                            record_margins=True, settle=p.region if settles else "")
     try:
         gen = engine.generate(req, cancel)
     except ContextFullError:   # the draft limit was raised since cfg was read (by another window's draftMax)
@@ -94,8 +128,9 @@ def predict(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk],
     if gen.stop_reason in (StopReason.CANCELLED, StopReason.ERROR):
         return Prediction(None, None, gen, len(tokens), (p.start, p.end))
     answer, closed = p.answer(gen.text)
-    edit, dropped = proposal(text, p.start, p.region, answer, gen.stop_reason in CUT_SHORT and not closed, recent,
-                             language, p.above)
+    # a settled answer stopped after its change: the region's lines it did not write again stand as they are
+    cut = (gen.stop_reason in CUT_SHORT and not closed) or gen.stop_reason == StopReason.SETTLED
+    edit, dropped = proposal(text, p.start, p.region, answer, cut, recent, language, p.above)
     margin = None
     if edit is not None and gen.margins:
         # the token where the answer leaves the region: as many as the text before that point tokenizes to
@@ -104,6 +139,25 @@ def predict(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk],
         if margin < min_margin:
             edit, dropped = None, Dropped.UNSURE
     return Prediction(edit, dropped, gen, len(tokens), (p.start, p.end), margin)
+
+
+def lf(place: CompletionRequest, recent: list[Hunk]) -> tuple[CompletionRequest, list[Hunk]]:
+    """A CRLF document and its hunks with "\n" line ends: the candidates compare lines without their "\r", and
+    the model writes "\n" (`crlf` gives the edit its "\r" back)."""
+    text = place.document.text
+    if "\r\n" not in text:
+        return place, recent
+    doc = replace(place.document, text=text.replace("\r\n", "\n"))
+    return replace(place, document=doc), [replace(h, old=tuple(x.rstrip("\r") for x in h.old),
+                                                  new=tuple(x.rstrip("\r") for x in h.new)) for h in recent]
+
+
+def crlf(result: Prediction, text: str) -> Prediction:
+    """The prediction's edit in the document's own line ends."""
+    if result.edit is not None and "\r\n" in text and "\r\n" not in result.edit.text + result.edit.old_text:
+        result.edit = replace(result.edit, text=result.edit.text.replace("\n", "\r\n"),
+                              old_text=result.edit.old_text.replace("\n", "\r\n"))
+    return result
 
 
 @dataclass
@@ -129,6 +183,8 @@ class NextEdits:
         self.counts: Counter[str] = Counter()
         self.dropped: Counter[str] = Counter()
         self.latency_ms: deque[float] = deque(maxlen=200)   # the ask -> the answer, for proposals
+        self.checks: Counter[str] = Counter()                # the target's verdicts by candidate kind
+        self.check_ms: deque[float] = deque(maxlen=200)      # the checks of one ask, on the model thread
 
     # ---- the documents -------------------------------------------------------------------------------
 
@@ -159,9 +215,12 @@ class NextEdits:
 
     # ---- a prediction ----------------------------------------------------------------------------------
 
-    async def ask(self, uri: str, text: str, version: int, line: int, path: str, language: str) -> Proposal | None:
+    async def ask(self, uri: str, text: str, version: int, line: int, path: str, language: str,
+                  place: CompletionRequest | None = None) -> Proposal | None:
         """The next edit for this version of the document at `line`, or None (nothing to propose, the models
-        are not loaded, or the document changed meanwhile)."""
+        are not loaded, or the document changed meanwhile). `place`: a completion request at the line, whose
+        context (other documents, the project) the candidates' checks are asked with; `path`: the document's
+        name as the free rewrite's prompt shows it."""
         self.counts["requested"] += 1
         t0 = time.monotonic()
         pipeline = self.model.pipeline
@@ -180,17 +239,20 @@ class NextEdits:
         if old is not None:
             self.model.queue.cancel(old.id)
         engine = pipeline.engine
-        # a repeat needs no model: found on the context thread, it does not wait behind the model thread's work
-        # (a CRLF document's lines are compared without their "\r": predict() does that on the model thread)
-        crlf = "\r\n" in text
-        result: Prediction | None = None if crlf else await self.model.on_context(repeated, text, line, recent,
-                                                                                 language)
-        if result is not None:
-            if self.histories.get(uri) is not history or history.text != text:
-                return None   # the user typed on meanwhile
-            return self._proposed(uri, version, result, t0)
+        place, recent = lf(place or CompletionRequest(Document(path, text, language), line, 0), recent)
+        # the candidates and their prompts come from the text, on the context thread; only their checks wait for
+        # the model thread
+        planned = await self.model.on_context(plan_candidates, pipeline, place, recent)
+        if self.histories.get(uri) is not history or history.text != text:
+            return None   # the user typed on meanwhile
+        free = worth_rewriting(recent) and engine.records_margins
+        if not planned and not free:
+            self.counts["empty"] += 1
+            self.dropped[str(Dropped.NEW_CODE if engine.records_margins else Dropped.NO_MARGINS)] += 1
+            return None   # nothing to ask the model: the model thread is not held at all
         task = Task(TaskKind.NEXT_EDIT, lambda: None, what=f"next edit in {path}", dropped=None)
-        task.work = lambda: predict(engine, text, line, diff, recent, path, language, task.cancel, repeats=crlf)
+        task.work = lambda: settle(engine, planned, place.document, place.line, diff, recent, path, task.cancel,
+                                   free)
         self._running[uri] = task
         try:
             result = await self.model.queue.submit(task)
@@ -202,12 +264,19 @@ class NextEdits:
                 del self._running[uri]
         if result is None or task.cancel.is_set() or self.histories.get(uri) is not history or history.text != text:
             return None   # dropped: the user typed on (counted where the edit cancelled it)
+        self._count_checks(result)
         if result.edit is None:
             self.counts["empty"] += 1
             if result.dropped is not None:
                 self.dropped[str(result.dropped)] += 1
             return None
-        return self._proposed(uri, version, result, t0)
+        return self._proposed(uri, version, crlf(result, text), t0)
+
+    def _count_checks(self, result: Prediction) -> None:
+        for v in result.checks:
+            self.checks[f"{v.candidate.kind}_{'agreed' if v.agreed else 'disagreed'}"] += 1
+        if result.checks:
+            self.check_ms.append(result.checks_s * 1000)
 
     def _proposed(self, uri: str, version: int, result: Prediction, t0: float) -> Proposal:
         proposal_ = Proposal(f"ne-{next(self._ids)}", uri, version, result.edit)
@@ -245,6 +314,8 @@ class NextEdits:
         out = {k: self.counts[k] for k in ("requested", "proposed", "from_repeat", "from_model", "empty", "dropped",
                                            "yielded", "accepted", "dismissed")}
         out["filtered"] = dict(self.dropped)
+        out["checks"] = dict(self.checks)
+        out["checks_ms_p50"] = round(statistics.median(self.check_ms)) if self.check_ms else None
         out["latency_ms_p50"] = round(statistics.median(self.latency_ms)) if self.latency_ms else None
         out["documents"] = len(self.histories)
         return out

@@ -11,7 +11,7 @@ import pytest
 from lsp_server.context.edits import EditHistory
 from lsp_server.engine.costs import CostModel
 from lsp_server.postprocess.next_edit import Edit
-from lsp_server.service.next_edit import predict
+from lsp_server.service.next_edit import rewrite
 
 NEAR_TIE = 0.5   # as the other lossless tests: only a near-tie may flip a token
 
@@ -59,8 +59,8 @@ def test_the_rename_is_carried_to_the_next_uses_losslessly(engine, deterministic
     text = DOC.replace("    total = 0", "    amount = 0")
     history.record(text)
     args = (text, 1, history.diff("orders.py"), history.recent(), "orders.py", "python")
-    spec = predict(engine, *args, repeats=False, min_margin=0.0, **UNLIMITED)
-    plain = predict(RecordingMargins(engine), *args, speculative=False, repeats=False, min_margin=0.0,
+    spec = rewrite(engine, *args, min_margin=0.0, **UNLIMITED)
+    plain = rewrite(RecordingMargins(engine), *args, speculative=False, min_margin=0.0,
                     **UNLIMITED)
 
     assert plain.generation.stop_reason == "stop", plain.generation.text
@@ -85,7 +85,7 @@ def test_the_product_repeats_the_rename_from_the_text_with_the_models_loaded(eng
     history = EditHistory(DOC)
     text = DOC.replace("    total = 0", "    amount = 0")
     history.record(text)
-    p = predict(engine, text, 1, history.diff("orders.py"), history.recent(), "orders.py", "python")
+    p = rewrite(engine, text, 1, history.diff("orders.py"), history.recent(), "orders.py", "python")
     assert p.source == "repeat" and p.generation is None
     assert p.edit == Edit(3, 5, "        amount += order.price\n    return amount\n",
                           "        total += order.price\n    return total\n")
@@ -128,8 +128,8 @@ def test_chat_markers_in_the_file_are_rewritten_as_text(engine, deterministic):
     history.record(noted, 0.0)
     text = noted.replace("    total = 0", "    amount = 0")
     history.record(text, 100.0)
-    p = predict(engine, text, 1, history.diff("orders.py"), history.recent(), "orders.py", "python",
-                repeats=False, min_margin=0.0, **UNLIMITED)
+    p = rewrite(engine, text, 1, history.diff("orders.py"), history.recent(), "orders.py", "python",
+                min_margin=0.0, **UNLIMITED)
     assert p.generation.stop_reason == "stop" and NOTE in p.generation.text, p.generation.text
     assert p.edit == Edit(4, 6, "        amount += order.price\n    return amount\n",
                           "        total += order.price\n    return total\n")
@@ -158,8 +158,8 @@ def test_a_doc_test_in_the_region_does_not_end_the_answer(engine, deterministic)
     history = EditHistory(RUST)
     text = RUST.replace("    let mut total = 0;", "    let mut amount = 0;")
     history.record(text)
-    p = predict(engine, text, 1, history.diff("src/lib.rs"), history.recent(), "src/lib.rs", "rust",
-                repeats=False, min_margin=0.0, **UNLIMITED)
+    p = rewrite(engine, text, 1, history.diff("src/lib.rs"), history.recent(), "src/lib.rs", "rust",
+                min_margin=0.0, **UNLIMITED)
     assert p.region == (0, 13) and "/// ```\npub fn summarize" in p.generation.text, p.generation.text
     assert p.edit == Edit(9, 12, "        amount += order.price;\n    }\n    amount\n",
                           "        total += order.price;\n    }\n    total\n")
@@ -172,8 +172,8 @@ def test_a_line_past_the_context_above_the_region_is_left_out(engine, determinis
     history = EditHistory(blob + DOC)
     text = blob + DOC.replace("    total = 0", "    amount = 0")
     history.record(text)
-    p = predict(engine, text, 2, history.diff("orders.py"), history.recent(), "orders.py", "python",
-                repeats=False, min_margin=0.0, **UNLIMITED)
+    p = rewrite(engine, text, 2, history.diff("orders.py"), history.recent(), "orders.py", "python",
+                min_margin=0.0, **UNLIMITED)
     assert len(engine.tokenize(blob)) > engine.cfg.n_ctx and p.generation is not None
     assert p.generation.stop_reason == "stop" and p.edit is not None
     assert p.prompt_tokens + len(p.generation.tokens) < engine.cfg.n_ctx

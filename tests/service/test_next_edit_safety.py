@@ -14,10 +14,10 @@ from lsp_server.engine import ContextFullError
 from lsp_server.pipeline import Pipeline
 from lsp_server.postprocess.next_edit import Edit
 from lsp_server.service.model import Model
-from lsp_server.service.next_edit import NextEdits, predict
+from lsp_server.service.next_edit import NextEdits, rewrite
 from lsp_server.service.settings import Settings
 from lsp_server.service.stats import ServerStats
-from scripted import ScriptedEngine
+from scripted import FIM, ScriptedEngine, fills
 
 URI = "file:///t/orders.py"
 DOC = ("def summarize(orders):\n"
@@ -75,7 +75,7 @@ def test_a_fenced_example_in_the_region_does_not_end_the_answer(close):
     answer = TAXED.replace("    return total\n", "    return total * (1 + tax)\n")
     engine = engine_of(lambda prompt: answer + (close if close == "```" else opening(prompt)))
     h = history_of(FENCED, TAXED)
-    p = predict(engine, TAXED, 0, h.diff("orders.py"), h.recent(), "orders.py", "python", repeats=False)
+    p = rewrite(engine, TAXED, 0, h.diff("orders.py"), h.recent(), "orders.py", "python", below=12)
     assert p.dropped is None and p.edit == Edit(11, 12, "    return total * (1 + tax)\n", "    return total\n")
     assert p.generation.text.startswith(answer)
     assert p.region == (0, 12)
@@ -88,7 +88,7 @@ def test_a_long_line_above_the_region_is_left_out_and_the_rest_fits():
     before, after = blob + "\n" + DOC, blob + "\n" + RENAMED
     engine = engine_of(rename_below)
     h = history_of(before, after)
-    p = predict(engine, after, 3, h.diff("orders.py"), h.recent(), "orders.py", "python", repeats=False)
+    p = rewrite(engine, after, 3, h.diff("orders.py"), h.recent(), "orders.py", "python")
     assert p.dropped is None and p.edit.text == "        amount += order.price\n    return amount\n"
     prompt = engine.detokenize(engine.prompts[0])
     assert "xxxx" not in prompt and "-    total = 0\n+    amount = 0\n" in prompt
@@ -107,7 +107,7 @@ def test_an_older_paste_goes_before_the_lines_above():
     assert len(h.recent()) == 2 and len(h.diff("orders.py")) > 4000
     engine = engine_of(rename_below)
     line = after.split("\n").index("    amount = 0")
-    p = predict(engine, after, line, h.diff("orders.py"), h.recent(), "orders.py", "python", repeats=False)
+    p = rewrite(engine, after, line, h.diff("orders.py"), h.recent(), "orders.py", "python")
     assert p.edit is not None
     prompt = engine.detokenize(engine.prompts[0])
     assert "PASTED_" not in prompt.split("```diff")[1].split("```")[0]    # the paste's hunk went first
@@ -143,15 +143,20 @@ def test_a_context_full_error_on_the_way_is_a_counted_reason_not_a_failure():
 
     engine.generate = full
     h = history_of(DOC, RENAMED)
-    p = predict(engine, RENAMED, 1, h.diff("orders.py"), h.recent(), "orders.py", "python", repeats=False)
+    p = rewrite(engine, RENAMED, 1, h.diff("orders.py"), h.recent(), "orders.py", "python")
     assert (p.edit, p.dropped, p.generation) == (None, "too_long", None) and p.prompt_tokens > 0
 
 
 # ---- an engine that gives no margins ----------------------------------------------------------------------------
 
 @pytest.mark.asyncio
-async def test_an_engine_without_margins_is_not_asked_for_its_own_rewrite_but_repeats_still_come():
-    engine = engine_of(rename_below)
+async def test_an_engine_without_margins_is_not_asked_for_its_own_rewrite_but_candidates_are_checked():
+    """A remote engine gives no margins, so the unsure filter could not judge the model's own rewrite: it is not
+    asked. A candidate needs none (the target's greedy answer agrees with it or not): the rename's repeat is
+    checked and proposed."""
+    want = RENAMED.replace("        total += order.price\n    return total\n",
+                           "        amount += order.price\n    return amount\n")
+    engine = engine_of(rename_below, fim_answer=fills(want))
     engine.records_margins = False
     model = Model(ServerStats())
     s = Settings()
@@ -163,16 +168,17 @@ async def test_an_engine_without_margins_is_not_asked_for_its_own_rewrite_but_re
         ne.edited(URI, taxed)
         assert await ne.ask(URI, taxed, 2, 0, "orders.py", "python") is None
         assert engine.generations == [] and ne.summary()["filtered"] == {"no_margins": 1}
-        # the user's rename, found in the text, is proposed without the model
+        # the user's rename: its repeat is a candidate, and the target's fill of each of its places agrees
         ne.opened(URI, DOC)
         ne.edited(URI, RENAMED)
         p = await ne.ask(URI, RENAMED, 3, 1, "orders.py", "python")
         assert p is not None and p.edit.text == "        amount += order.price\n    return amount\n"
-        assert engine.generations == [] and ne.summary()["from_repeat"] == 1
+        assert len(engine.generations) == 2 and all(FIM.middle == t[-1] for t in engine.prompts)
+        assert ne.summary()["from_repeat"] == 1 and ne.summary()["checks"] == {"repeat_agreed": 1}
     finally:
         model.shutdown()
     # with the unsure filter off (the lab's tuning), margins are not needed and the model is asked
     h = history_of(DOC, RENAMED)
-    p = predict(engine, RENAMED, 1, h.diff("orders.py"), h.recent(), "orders.py", "python", repeats=False,
+    p = rewrite(engine, RENAMED, 1, h.diff("orders.py"), h.recent(), "orders.py", "python",
                 min_margin=0.0)
-    assert p.edit is not None and len(engine.generations) == 1
+    assert p.edit is not None and len(engine.generations) == 3

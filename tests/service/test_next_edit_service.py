@@ -302,7 +302,7 @@ async def test_a_request_the_client_cancels_stops_its_generation(setup):
 async def test_an_edit_the_model_was_unsure_of_is_not_proposed(setup, gap, proposed):
     """The margin where the answer leaves the region's text decides (the margins come from the engine)."""
     from lsp_server.context.edits import EditHistory
-    from lsp_server.service.next_edit import predict
+    from lsp_server.service.next_edit import rewrite
     _, engine, _ = setup()
     history = EditHistory(DOC)
     history.record(RENAMED)
@@ -315,7 +315,7 @@ async def test_an_edit_the_model_was_unsure_of_is_not_proposed(setup, gap, propo
         return gen
 
     engine.generate = with_margins
-    p = predict(engine, RENAMED, 1, history.diff("orders.py"), history.recent(), "orders.py", "python",
+    p = rewrite(engine, RENAMED, 1, history.diff("orders.py"), history.recent(), "orders.py", "python",
                 min_margin=1.0)
     assert p.margin == gap
     assert (p.edit is not None) == proposed

@@ -1,5 +1,6 @@
 """Whole lines inserted or deleted again: a line the user put in (an annotation, a derive, a decorator) goes in
-again before the next line of the same shape that lacks it; lines the user took out go again where the same lines
+again before the next line of the same shape that lacks it (only such lines: new code being typed is no pattern,
+and on the suite's tune half every other inserted block repeated was wrong); lines the user took out go again where the same lines
 stand elsewhere (a duplicated suppression, a second copy of a removed constant)."""
 from __future__ import annotations
 
@@ -33,9 +34,14 @@ def _trim(block: tuple[str, ...]) -> tuple[str, ...]:
     return block
 
 
+ANNOTATION = ("@", "#[")   # Java and Kotlin annotations, Python and TypeScript decorators, Rust attributes
+
+
 def inserted(text: str, hunk: Hunk, cursor_line: int) -> Candidate | None:
     block = _trim(hunk.new)
     if hunk.old or not block or len(block) > MAX_LINES or not _solid(block):
+        return None
+    if not all(line.lstrip().startswith(ANNOTATION) for line in block):
         return None
     lines = text.split("\n")
     # the line the insertion went before: the first line with text after it

@@ -45,7 +45,10 @@ def pieces(old: str, new: str) -> list[tuple[str, str, bool, bool]] | None:
         return None
     out = []
     for _, i1, i2, j1, j2 in ops:
-        left = right = 0
+        # text put in or taken out is placed by what stands on both sides of it (`orders` alone stands everywhere,
+        # `orders)` is where a parameter went in); a replacement is placed by its own old text
+        left = int(i1 == i2 or j1 == j2) if i1 > 0 else 0
+        right = int(i1 == i2 or j1 == j2) if i2 < len(a) else 0
         while True:
             o = "".join(a[i1 - left:i2 + right])
             if _solid(o) >= MIN_PIECE or left + right >= 2 * MAX_WIDEN:
