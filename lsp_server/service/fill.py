@@ -181,16 +181,16 @@ class Filler:
                       self.cancel.keep_until)
 
     def forget(self, uri: str) -> None:
+        """The document closed (the service cancelled its tasks, the running step's among them): no fill for it."""
         if self.focus is not None and self.focus[0] == uri:
             self.focus = None
-            self.cancel.set()
 
     def stop(self) -> None:
+        """The server ends (the model thread's queue stops the running step): no fill starts again."""
         self.focus = None
         if self._timer is not None:
             self._timer.cancel()
         self._cancel_refocus()
-        self.cancel.set()
 
     # ---- the fill ----------------------------------------------------------------------------------------
 
@@ -216,7 +216,6 @@ class Filler:
             except Exception as e:   # a position the edit made invalid, a parse that failed: nothing to fill
                 model.stats.failed(Stage.FILL_PLAN, e, log, where(uri, req))
                 return
-            engine = pipeline.engine
             offered = view   # no answer is shown where the user only reads: nothing to offer there
             for step in steps + [None]:
                 # a newer place came while the steps were worked out (no step ran yet to refocus) or between two
@@ -232,19 +231,20 @@ class Filler:
                         break   # (the user moved meanwhile: fill for the new place, below)
                 if step is None:
                     break
-                if engine.cached(step.tokens) >= len(step.tokens) - 1:
+                if pipeline.engine.cached(step.tokens) >= len(step.tokens) - 1:
                     continue
                 self.step = step
                 log.debug("fill %s: %d tokens", step.name, len(step.tokens))
 
-                def work(step=step) -> int:
+                def work(pipeline, step=step) -> int:   # the pipeline the steps were planned with (see Task)
                     if cancel.is_set():
                         return 0
                     with model.stats.model_call():
-                        return engine.prewarm(step.tokens, cancel, keep=step.keep)
+                        return pipeline.engine.prewarm(step.tokens, cancel, keep=step.keep)
 
                 try:   # (a cancelled step never starts: 0 evaluated)
-                    evaluated = await model.queue.submit(Task(TaskKind.FILL, work, cancel, dropped=0, what=step.name))
+                    evaluated = await model.queue.submit(Task(TaskKind.FILL, work, cancel, dropped=0, what=step.name,
+                                                              uri=uri, made_for=pipeline))
                 except BackendError as e:   # the engine is out of reach; its notices tell the user, once
                     log.info("the fill stopped: %s", e)
                     break

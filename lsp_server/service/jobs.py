@@ -1,7 +1,8 @@
 """The generations the service has running or queued, by document: which one a request joins, which ones it
-supersedes, which ones an edit, a close or another document's request stops (llama.cpp's server keeps its tasks
-the same way, apart from the slots that run them). Cancelling here only sets a job's flag; the model thread
-stops at its next check, and the job leaves the registry when its future is done."""
+supersedes and which ones an edit stops, each keeping what the prompts share (llama.cpp's server keeps its tasks
+the same way, apart from the slots that run them). Superseding here only lowers a job's flag, its task's (the
+model thread stops at its next check), and the job leaves the registry when its future is done; stopping tasks by
+document, kind or all at once is the model thread's queue's (queue.py)."""
 from __future__ import annotations
 
 from typing import Callable, Iterator
@@ -51,13 +52,6 @@ class Jobs:
                 job.cancel.set_keeping(shared_prefix(job.plan.prompt.tokens, plan.prompt.tokens))
         return reuse
 
-    def yield_to(self, uri: str) -> None:
-        """A request for this document: the other documents' jobs that nobody waits for (prefetches) stop at
-        once (one model thread: they would hold it)."""
-        for job in self:
-            if job.uri != uri and job.waiters == 0:
-                job.cancel.set_keeping(0)
-
     def edited(self, uri: str, text: str, keep: Callable[[Plan], int]) -> None:
         """An edit stops the document's jobs unless it only typed what a job is writing; a stopped job keeps
         `keep(plan)` tokens of its prompt where the lines above the cursor are unchanged (none otherwise)."""
@@ -66,8 +60,3 @@ class Jobs:
                 p0 = job.plan.prefix
                 same_above = text.startswith(p0[:p0.rfind("\n") + 1])
                 job.cancel.set_keeping(keep(job.plan) if same_above else 0)
-
-    def cancel(self, uri: str | None = None) -> None:
-        """Stop the document's jobs (every job: None)."""
-        for job in (self.of(uri) if uri is not None else self):
-            job.cancel.set()

@@ -12,7 +12,7 @@ from typing import Any, Callable
 from ..engine import make_engine
 from ..pipeline import Pipeline, Plan
 from .job import CURSOR_LINE_TOKENS
-from .queue import ModelQueue, Task, TaskKind
+from .queue import WORK, ModelQueue, Task, TaskKind
 from .settings import Settings
 from .stats import ServerStats
 
@@ -31,11 +31,16 @@ class Model:
     def __init__(self, stats: ServerStats):
         self.stats = stats
         self.settings = Settings()
-        self.pipeline: Pipeline | None = None
+        self.pipeline: Pipeline | None = None   # what tasks use; None while none are loaded (or they load)
         self.load_error: str | None = None
-        # the model thread: every model call is a task of its queue, so at most one runs at a time
-        self.queue = ModelQueue(on_failure=lambda stage, e: stats.failed(stage, e))
+        # the models open now, whether or not the service uses them: only the model thread changes it (a load's
+        # task closes it), so a second reload asked while the first loads closes what the first opened
+        self._open: Pipeline | None = None
+        # the model thread: every model call is a task of its queue, so at most one runs at a time; each is
+        # handed the pipeline loaded when it runs
+        self.queue = ModelQueue(lambda: self.pipeline, on_failure=lambda stage, e: stats.failed(stage, e))
         self.context_pool = ThreadPoolExecutor(1, thread_name_prefix="tandem-context")
+        self._loads = 0
 
     async def on_context(self, fn: Callable[..., Any], *args) -> Any:
         """`fn(*args)` on the context thread (planning, post-processing)."""
@@ -44,11 +49,18 @@ class Model:
     # ---- loading ---------------------------------------------------------------------------------------
 
     async def load(self, settings: Settings, progress: Callable[[str], None]) -> str | None:
-        """(Re)load the models for these settings on the model thread; returns an error message or None."""
+        """(Re)load the models for these settings on the model thread; returns an error message or None. Every
+        task asked of the models loaded so far is cancelled, and none runs on them again: the queue hands each
+        task the pipeline loaded when it runs, and none is while this loads (requests answer "loading")."""
         self.settings = settings
+        self._loads += 1
+        mine = self._loads
+        self.pipeline = None
+        self.queue.cancel(kinds=WORK)
 
-        def work() -> Pipeline:
-            old, self.pipeline = self.pipeline, None
+        def work(_) -> Pipeline:
+            # every task asked of the old models has left the thread (the running one stopped within a chunk)
+            old, self._open = self._open, None
             if old is not None:
                 old.engine.close()
             cfg, backend = settings.engine_config(), settings.backend_config()
@@ -57,15 +69,18 @@ class Model:
             engine = make_engine(cfg, backend, log=progress, kind=settings.engine,
                                  idle_s=settings.engine_idle_minutes * 60)
             progress(engine.loaded())
-            return Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens)
+            self._open = Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens)
+            return self._open
 
         try:
-            self.pipeline = await self.queue.submit(Task(TaskKind.LOAD, work, what="loading the models"))
+            pipeline = await self.queue.submit(Task(TaskKind.LOAD, work, what="loading the models"))
             self.load_error = None
         except Exception as e:   # a broken model file, an unusable build: the server stays up and says why
             # (the queue logged it at warning and counted it: model.load)
             self.load_error = str(e) or type(e).__name__
-            self.pipeline = None
+            pipeline = None
+        if mine == self._loads:   # (a newer load asked meanwhile closes this one's models on the model thread)
+            self.pipeline = pipeline
         return self.load_error
 
     def apply(self, settings: Settings) -> None:
@@ -149,7 +164,9 @@ class Model:
             out["backend"] = backend
 
     def shutdown(self) -> None:
+        """The running task stops within a chunk and the waiting ones are dropped; then the models are closed."""
         self.queue.shutdown(wait=True)
         self.context_pool.shutdown(wait=False)
-        if self.pipeline is not None:
-            self.pipeline.engine.close()
+        open_ = self._open or self.pipeline   # (a pipeline set from outside a load: the tests' scripted ones)
+        if open_ is not None:
+            open_.engine.close()

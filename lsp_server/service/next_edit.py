@@ -3,8 +3,11 @@
 rewrite drafter proposing the region's own tokens, and the answer becomes one replacement of whole lines or
 nothing (postprocess/next_edit.py).
 
-The generation is a task of the model thread's queue at background priority: a completion request goes first,
-and an edit of the document cancels it (the user typed on, so the prediction is for a text that is gone)."""
+The generation is a task of the model thread's queue at background priority, which owns it: a completion request
+goes first and stops it (queue.yield_to), an edit or a close of the document cancels it (the user typed on, so the
+prediction is for a text that is gone), a newer ask for the document cancels it before anything of its own is
+asked, and a reload or the server's end stops it. It takes the engine when it runs. An answer of nothing is kept
+for the document's version, as a proposal is."""
 from __future__ import annotations
 
 import asyncio
@@ -177,7 +180,8 @@ class NextEdits:
         self.model = model               # service/model.py: the pipeline's engine and the model thread's queue
         self.histories = EditHistories()
         self.proposals: dict[str, Proposal] = {}      # uri -> the latest proposal for it
-        self._running: dict[str, Task] = {}           # uri -> its prediction's task
+        self._nothing: dict[str, int] = {}            # uri -> the version the model found nothing to propose for
+        self._asks: Counter[str] = Counter()          # uri -> its asks so far (a newer one replaces an older one)
         self._ids = itertools.count(1)
         self._issued: deque[str] = deque(maxlen=64)  # the ids proposed lately: only these count when accepted
         self.counts: Counter[str] = Counter()
@@ -194,24 +198,19 @@ class NextEdits:
     def edited(self, uri: str, text: str) -> None:
         self.histories.changed(uri, text)
         self.proposals.pop(uri, None)
-        task = self._running.pop(uri, None)
-        if task is not None:
-            self.model.queue.cancel(task.id)
-            self.counts["dropped"] += 1
+        self._nothing.pop(uri, None)
+        self.counts["dropped"] += len(self.model.queue.cancel(uri=uri, kinds=(TaskKind.NEXT_EDIT,)))
 
     def closed(self, uri: str) -> None:
         self.histories.closed(uri)
         self.proposals.pop(uri, None)
-        task = self._running.pop(uri, None)
-        if task is not None:
-            self.model.queue.cancel(task.id)
+        self._nothing.pop(uri, None)
+        self._asks.pop(uri, None)
+        self.model.queue.cancel(uri=uri, kinds=(TaskKind.NEXT_EDIT,))
 
-    def yield_to_request(self) -> None:
-        """A completion request came: the predictions running or waiting stop (a rewrite holds the model thread
-        for seconds, and the queue does not pre-empt a running task); their asks answer nothing."""
-        for task in list(self._running.values()):
-            if self.model.queue.cancel(task.id):
-                self.counts["yielded"] += 1
+    def yielded(self, tasks: list[Task]) -> None:
+        """A completion request stopped these tasks (queue.yield_to): its predictions' asks answer nothing."""
+        self.counts["yielded"] += sum(t.kind is TaskKind.NEXT_EDIT for t in tasks)
 
     # ---- a prediction ----------------------------------------------------------------------------------
 
@@ -230,45 +229,52 @@ class NextEdits:
             return None
         cached = self.proposals.get(uri)
         if cached is not None and cached.version == version:
+            self.counts["remembered"] += 1
             return cached
+        if self._nothing.get(uri) == version:   # asked again (the editor's request, then the code action)
+            self.counts["remembered"] += 1
+            return None
         recent, diff = history.recent(), history.diff(path)
         if not recent:
             self.counts["empty"] += 1     # nothing was edited: there is no edit to follow
             return None
-        old = self._running.pop(uri, None)
-        if old is not None:
-            self.model.queue.cancel(old.id)
-        engine = pipeline.engine
+        # the newest ask for the document is the one answered: the older one's task stops now, and an older ask
+        # still on the context thread posts nothing when it comes back (below)
+        self._asks[uri] += 1
+        ask = self._asks[uri]
+        self.model.queue.cancel(uri=uri, kinds=(TaskKind.NEXT_EDIT,))
         place, recent = lf(place or CompletionRequest(Document(path, text, language), line, 0), recent)
         # the candidates and their prompts come from the text, on the context thread; only their checks wait for
         # the model thread
         planned = await self.model.on_context(plan_candidates, pipeline, place, recent)
-        if self.histories.get(uri) is not history or history.text != text:
-            return None   # the user typed on meanwhile
-        free = worth_rewriting(recent) and engine.records_margins
+        if self._asks[uri] != ask or self.histories.get(uri) is not history or history.text != text \
+                or self.model.pipeline is not pipeline:
+            return None   # a newer ask, the user typed on, the document closed, or a reload meanwhile
+        free = worth_rewriting(recent) and pipeline.engine.records_margins
         if not planned and not free:
             self.counts["empty"] += 1
-            self.dropped[str(Dropped.NEW_CODE if engine.records_margins else Dropped.NO_MARGINS)] += 1
+            self.dropped[str(Dropped.NEW_CODE if pipeline.engine.records_margins else Dropped.NO_MARGINS)] += 1
+            self._nothing[uri] = version
             return None   # nothing to ask the model: the model thread is not held at all
-        task = Task(TaskKind.NEXT_EDIT, lambda: None, what=f"next edit in {path}", dropped=None)
-        task.work = lambda: settle(engine, planned, place.document, place.line, diff, recent, path, task.cancel,
-                                   free)
-        self._running[uri] = task
+        # on the engine of the models loaded when it runs (a reload in between cancels it)
+        task = Task(TaskKind.NEXT_EDIT, lambda pipeline: settle(pipeline.engine, planned, place.document, place.line,
+                                                                diff, recent, path, task.cancel, free),
+                    what=f"next edit in {path}", uri=uri)
         try:
             result = await self.model.queue.submit(task)
         except asyncio.CancelledError:   # the client cancelled its request: the generation stops too
             self.model.queue.cancel(task.id)
             raise
-        finally:
-            if self._running.get(uri) is task:
-                del self._running[uri]
         if result is None or task.cancel.is_set() or self.histories.get(uri) is not history or history.text != text:
-            return None   # dropped: the user typed on (counted where the edit cancelled it)
+            return None   # dropped: the user typed on (counted where the edit cancelled it), a newer ask, a request
         self._count_checks(result)
         if result.edit is None:
             self.counts["empty"] += 1
             if result.dropped is not None:
                 self.dropped[str(result.dropped)] += 1
+            gen = result.generation
+            if gen is None or gen.stop_reason not in (StopReason.CANCELLED, StopReason.ERROR):
+                self._nothing[uri] = version   # (stopped elsewhere, or failed: asked again, it may yet say more)
             return None
         return self._proposed(uri, version, crlf(result, text), t0)
 
@@ -311,8 +317,8 @@ class NextEdits:
         return self._settle(pid, "dismissed")
 
     def summary(self) -> dict:
-        out = {k: self.counts[k] for k in ("requested", "proposed", "from_repeat", "from_model", "empty", "dropped",
-                                           "yielded", "accepted", "dismissed")}
+        out = {k: self.counts[k] for k in ("requested", "proposed", "from_repeat", "from_model", "empty", "remembered",
+                                           "dropped", "yielded", "accepted", "dismissed")}
         out["filtered"] = dict(self.dropped)
         out["checks"] = dict(self.checks)
         out["checks_ms_p50"] = round(statistics.median(self.check_ms)) if self.check_ms else None

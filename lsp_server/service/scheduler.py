@@ -24,7 +24,7 @@ from .model import Model
 from .next_edit import NextEdits
 from .offer import Offers
 from .prefetch import after_accept, worth_it
-from .queue import Task, TaskKind
+from .queue import WORK, Task, TaskKind
 from .settings import Settings
 from .stats import Record, ServerStats, Source, Stage
 from .tasks import Background
@@ -119,8 +119,8 @@ class CompletionService:
         self.filler.pre_empt()
         self.filler.requested(uri, req)
         self._cursor[uri] = req
-        self.jobs.yield_to(uri)   # other documents' prefetches: one model thread, they would hold it
-        self.next_edits.yield_to_request()   # a next edit's rewrite takes seconds: the suggestion is awaited now
+        # the suggestion is awaited now: the work nobody waits for stops (every next edit, other documents' jobs)
+        self.next_edits.yielded(self.model.queue.yield_to(uri))
         lang = req.document.language
         if self.pipeline is None:
             return self._done(t0, Answer("", Source.NOT_READY, why=self.load_error or "models are loading"), lang)
@@ -145,10 +145,10 @@ class CompletionService:
     async def _plan_and_answer(self, uri: str, req: CompletionRequest, superseded: asyncio.Future,
                                t0: float, typing: bool = False) -> Answer:
         lang = req.document.language
-        s = self.settings
+        s, pipeline = self.settings, self.pipeline
         req.max_tokens, req.max_tokens_single_line = s.max_tokens, s.max_tokens_single_line
         req.time_budget_s = s.time_budget_ms / 1000 if s.time_budget_ms > 0 else None
-        plan = await self.model.on_context(self.pipeline.plan, req)
+        plan = await self.model.on_context(pipeline.plan, req)
         if not plan.mode.complete and not req.force:
             self.filler.share([])
             return self._done(t0, Answer("", Source.SKIPPED, why=plan.mode.why), lang)
@@ -163,13 +163,13 @@ class CompletionService:
                                   lang)
             return self._done(t0, Answer(hit, Source.CACHE, plan.mode.multiline), lang)
         lead: list[int] = []
-        if self.too_far(plan) and not (superseded.done() or self.pipeline is None):
+        if self.too_far(plan) and not (superseded.done() or self.pipeline is not pipeline):
             page = plan
             plan = await self.model.on_context(self.model.choose_prompt, plan)
             if typing and plan.fast:
                 lead = self.model.page_step(page)
         self.filler.share(plan.prompt.tokens)
-        if superseded.done() or self.pipeline is None:
+        if superseded.done() or self.pipeline is not pipeline:   # (a reload: the plan's tokens are the old models')
             return self._done(t0, Answer("", Source.SUPERSEDED, why="a newer request replaced it"), lang)
         return await self._answer(uri, plan, superseded, t0, lead)
 
@@ -245,9 +245,8 @@ class CompletionService:
             log.debug("start a %s job %s (%s prompt, %d tokens, %d not cached%s)", kind, where(uri, plan.request),
                       plan.prompt.kind, len(plan.prompt.tokens), self.missing(plan),
                       f"; the page to {len(lead)} first" if lead else "")
-        pipeline = self.pipeline
 
-        def run() -> Generation | None:
+        def run(pipeline: Pipeline) -> Generation | None:   # the pipeline the plan was made with (see Task)
             job.started_at = time.perf_counter()
             if job.cancel.is_set():
                 return None
@@ -262,7 +261,8 @@ class CompletionService:
                 return pipeline.generate(plan, job.cancel, on_text=job.set_partial, on_prompt=job.set_prompt)
 
         # a cancelled job never starts (None); a request that joins a prefetch or an offer makes it a request's
-        task = Task(kind, run, job.cancel, urgent=lambda: job.waiters > 0, what=where(uri, plan.request))
+        task = Task(kind, run, job.cancel, urgent=lambda: job.waiters > 0, what=where(uri, plan.request), uri=uri,
+                    made_for=self.pipeline)
         job.future = self.model.queue.submit(task)
         job.task_id = task.id
         self.jobs.add(job)
@@ -370,7 +370,7 @@ class CompletionService:
         self.next_edits.edited(uri, text)
 
     def on_close(self, uri: str) -> None:
-        self.jobs.cancel(uri)
+        self.model.queue.cancel(uri=uri)   # every task for it: its generations, fill steps, next edit
         self.cache.forget(uri)
         self.filler.forget(uri)
         self.offers.forget(uri)
@@ -409,9 +409,10 @@ class CompletionService:
         self.filler.want(uri, req, view=True)
 
     def cancel_all(self) -> None:
+        """Stop every task asked of the models (a reload, the client's shutdown): what waits never runs, what runs
+        stops within a chunk; and no fill starts on its timer."""
         self.filler.pre_empt()
-        self.filler.cancel.set()
-        self.jobs.cancel()
+        self.model.queue.cancel(kinds=WORK)
 
     # ---- what the protocol stage shows and counts -----------------------------------------------------
 
@@ -456,6 +457,7 @@ class CompletionService:
         return out
 
     def shutdown(self) -> None:
+        """No fill starts again; the running task stops within a chunk, the waiting ones are dropped, and the
+        models are closed once the model thread has ended."""
         self.filler.stop()
-        self.cancel_all()
         self.model.shutdown()

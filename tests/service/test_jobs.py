@@ -1,6 +1,7 @@
 """The service's job registry (service/jobs.py) and the prefetch's choices (service/prefetch.py), with plans from
 the scripted engine: which job a request joins, which ones it supersedes and how much of their prompts they keep,
-what an edit, a close or another document's request stops. No model file (make check)."""
+what an edit stops (a close, a reload or another document's request stops tasks through the model thread's queue:
+test_queue.py). No model file (make check)."""
 from __future__ import annotations
 
 import asyncio
@@ -60,18 +61,6 @@ async def test_a_request_joins_the_job_it_extends_and_supersedes_the_others_keep
     assert jobs.join_or_supersede("a", other) is None and writing.cancel.is_set()
 
 
-async def test_another_documents_request_stops_the_jobs_nobody_waits_for():
-    p = pipeline()
-    plan = plan_at(p, TEXT, 1, 4)
-    prefetch, waited, own = job("b", plan), job("b", plan, waiters=1), job("a", plan)
-    jobs = Jobs()
-    for j in (prefetch, waited, own):
-        jobs.add(j)
-    jobs.yield_to("a")
-    assert prefetch.cancel.is_set() and prefetch.cancel.keep_until == 0
-    assert not waited.cancel.is_set() and not own.cancel.is_set()
-
-
 async def test_an_edit_stops_the_jobs_it_leaves_behind_keeping_the_lines_above_where_they_are_unchanged():
     p = pipeline()
     plan = plan_at(p, TEXT, 1, 4)
@@ -88,7 +77,7 @@ async def test_an_edit_stops_the_jobs_it_leaves_behind_keeping_the_lines_above_w
     assert above.cancel.is_set() and above.cancel.keep_until == 0
 
 
-async def test_the_registry_counts_removes_and_cancels_by_document():
+async def test_the_registry_counts_and_removes_by_document():
     p = pipeline()
     plan = plan_at(p, TEXT, 1, 4)
     a1, a2, b = job("a", plan), job("a", plan), job("b", plan)
@@ -96,14 +85,10 @@ async def test_the_registry_counts_removes_and_cancels_by_document():
     for j in (a1, a2, b):
         jobs.add(j)
     assert len(jobs) == 3 and jobs.has("a") and jobs.of("a") == [a1, a2]
-    jobs.cancel("a")
-    assert a1.cancel.is_set() and a2.cancel.is_set() and not b.cancel.is_set()
     jobs.remove(a1)
     jobs.remove(a2)
     jobs.remove(a2)   # twice: no error
     assert not jobs.has("a") and len(jobs) == 1 and list(jobs) == [b]
-    jobs.cancel()
-    assert b.cancel.is_set()
 
 
 async def test_a_prefetch_asks_where_the_shown_block_ends_and_only_after_a_block_the_model_did_not_end():

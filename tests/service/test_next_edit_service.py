@@ -79,7 +79,7 @@ def renamed(ne: NextEdits) -> str:
 def hold(model: Model) -> threading.Event:
     """A request that holds the model thread until the event is set (the tasks posted meanwhile wait)."""
     release, started = threading.Event(), threading.Event()
-    model.queue.post(Task(TaskKind.REQUEST, lambda: (started.set(), release.wait(10))[1], what="holding"))
+    model.queue.post(Task(TaskKind.REQUEST, lambda models: (started.set(), release.wait(10))[1], what="holding"))
     assert started.wait(5)
     return release
 
@@ -192,7 +192,7 @@ async def test_a_completion_request_posted_meanwhile_runs_first(setup):
         asked = asyncio.ensure_future(ne.ask(URI, text, 1, 1, "orders.py", "python"))
         assert await until(lambda: len(model.queue) == 2)
         assert model.queue.kinds() == {"request": 1, "next_edit": 1}
-        request = model.queue.post(Task(TaskKind.REQUEST, lambda: ran.append("completion")))
+        request = model.queue.post(Task(TaskKind.REQUEST, lambda models: ran.append("completion")))
     finally:
         release.set()
     p = await asyncio.wait_for(asked, 10)
@@ -202,13 +202,14 @@ async def test_a_completion_request_posted_meanwhile_runs_first(setup):
 
 
 async def test_a_completion_request_stops_a_running_prediction(setup):
-    """The service's completion trail calls yield_to_request first: a rewrite holding the model thread for
-    seconds stops, and its ask answers nothing."""
+    """The service's completion trail has the queue stop the work nobody waits for first (queue.yield_to): a
+    rewrite holding the model thread for seconds stops, and its ask answers nothing (through the service:
+    test_model_tasks.py)."""
     ne, engine, model = setup(step_s=0.05)
     text = renamed(ne)
     asked = asyncio.ensure_future(ne.ask(URI, text, 1, 1, "orders.py", "python"))
     assert await until(lambda: model.queue.kinds() == {"next_edit": 1} and engine.generations)
-    ne.yield_to_request()
+    ne.yielded(model.queue.yield_to("file:///t/other.py"))
     assert await asyncio.wait_for(asked, 10) is None
     assert engine.cancelled == 1 and ne.summary()["yielded"] == 1 and ne.summary()["proposed"] == 0
 
