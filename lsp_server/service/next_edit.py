@@ -61,6 +61,7 @@ def predict(pipeline: Pipeline, place: CompletionRequest, diff: str, recent: lis
     as the free rewrite's prompt shows it."""
     text = place.document.text
     place, recent = lf(place, recent)
+    diff = diff.replace("\r\n", "\n")
     planned = plan_candidates(pipeline, place, recent) if candidates and recent else []
     return crlf(settle(pipeline.engine, planned, place.document, place.line, diff, recent, path, cancel, free,
                        **rewrite_options), text)
@@ -244,6 +245,7 @@ class NextEdits:
         ask = self._asks[uri]
         self.model.queue.cancel(uri=uri, kinds=(TaskKind.NEXT_EDIT,))
         place, recent = lf(place or CompletionRequest(Document(path, text, language), line, 0), recent)
+        diff = diff.replace("\r\n", "\n")
         # the candidates and their prompts come from the text, on the context thread; only their checks wait for
         # the model thread
         planned = await self.model.on_context(plan_candidates, pipeline, place, recent)

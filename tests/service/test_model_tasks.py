@@ -34,7 +34,7 @@ RENAMED = DOC.replace("    total = 0", "    amount = 0")
 def model_path(monkeypatch):
     """The rename is answered from the text before any model is asked (context/repeats.py): off here, so that
     each ask is a task of the model thread."""
-    monkeypatch.setattr("lsp_server.service.next_edit.repeat", lambda *args: None)
+    monkeypatch.setattr("lsp_server.service.next_edit.plan_candidates", lambda *args: [])
 
 
 def region_of(prompt: str) -> str:
@@ -291,5 +291,6 @@ async def test_nothing_to_propose_is_remembered_for_the_version(service):
     s = svc.next_edits.summary()
     assert (s["requested"], s["empty"], s["remembered"], s["filtered"]) == (2, 1, 1, {"copy": 1})
     # the document changes: asked again
-    svc.on_edit(URI, text + "\n")
-    assert await ask(svc, text + "\n", version=5) is None and len(engine.generations) == 2
+    changed = text.replace("for order in orders:", "for order in list(orders):")
+    svc.on_edit(URI, changed)
+    assert await ask(svc, changed, version=5) is None and len(engine.generations) == 2

@@ -128,9 +128,10 @@ async def test_a_region_too_long_for_the_context_is_skipped_and_counted():
         after = wide.replace("(orders)", "(orders, tax)")
         ne.edited(URI, after)
         assert await ne.ask(URI, after, 2, 0, "orders.py", "python") is None
-        assert await ne.ask(URI, after, 2, 0, "orders.py", "python") is None   # and again, the same
+        assert await ne.ask(URI, after, 2, 0, "orders.py", "python") is None   # and again: remembered
         assert engine.generations == []
-        assert ne.summary()["filtered"] == {"too_long": 2} and ne.summary()["empty"] == 2
+        assert ne.summary()["filtered"] == {"too_long": 1} and ne.summary()["empty"] == 1
+        assert ne.summary()["remembered"] == 1
     finally:
         model.shutdown()
 

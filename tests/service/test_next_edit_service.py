@@ -3,8 +3,9 @@ proposed and counted, what is refused and why, an edit of the document cancellin
 runs, a completion request going first, the proposals settled once. No model file; the real models' answer is
 in test_next_edit_models.py.
 
-The scenario is a rename, which the text alone answers (context/repeats.py) before any model is asked: the tests
-of the model's path turn that off (`model_path`), and the last tests take the repeat's path."""
+The scenario is a rename, whose repeat is a candidate the target checks (service/edit_check.py) before any
+rewrite is asked: the tests of the free rewrite's path turn candidates off (`model_path`), and the last tests take
+the candidates' path."""
 from __future__ import annotations
 
 import asyncio
@@ -18,7 +19,7 @@ from lsp_server.service.next_edit import NextEdits
 from lsp_server.service.queue import Task, TaskKind
 from lsp_server.service.settings import Settings
 from lsp_server.service.stats import ServerStats
-from scripted import ScriptedEngine
+from scripted import FIM, ScriptedEngine, fills
 
 pytestmark = pytest.mark.asyncio
 
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.asyncio
 @pytest.fixture(autouse=True)
 def model_path(request, monkeypatch):
     if "repeat_path" not in request.keywords:
-        monkeypatch.setattr("lsp_server.service.next_edit.repeat", lambda *args: None)
+        monkeypatch.setattr("lsp_server.service.next_edit.plan_candidates", lambda *args: [])
 
 URI = "file:///t/orders.py"
 DOC = ("def summarize(orders):\n"
@@ -324,21 +325,49 @@ async def test_an_edit_the_model_was_unsure_of_is_not_proposed(setup, gap, propo
 
 
 @pytest.mark.repeat_path
-async def test_a_rename_is_repeated_from_the_text_without_the_model(setup):
-    ne, engine, _ = setup()
+async def test_a_rename_is_repeated_where_the_target_agrees_and_nothing_is_rewritten(setup):
+    """The rename's repeat is a candidate; the target (scripted: it fills each hole as the renamed file has it)
+    agrees at each of its places, and no free rewrite is asked."""
+    want = RENAMED.replace("total", "amount")
+    ne, engine, _ = setup(fim_answer=fills(want))
     text = renamed(ne)
     p = await ne.ask(URI, text, 3, 1, "orders.py", "python")
-    assert p is not None and engine.generations == []   # no generation
-    assert p.edit.text == p.edit.old_text.replace("total", "amount") and "total" in p.edit.old_text
+    assert p is not None and p.edit.text == "        amount += order.price\n    return amount\n"
+    assert len(engine.prompts) == 2 and all(t[-1] == FIM.middle for t in engine.prompts)   # two checks, no rewrite
     s = ne.summary()
     assert (s["proposed"], s["from_repeat"], s["from_model"]) == (1, 1, 0)
+    assert s["checks"] == {"repeat_agreed": 1}
 
 
 @pytest.mark.repeat_path
-async def test_a_change_with_nothing_to_repeat_asks_the_model(setup):
+async def test_a_candidate_the_target_disagrees_with_is_not_proposed_nor_is_a_rewrite_asked(setup):
+    ne, engine, _ = setup(fim_answer=lambda prefix, suffix: "total")   # the target keeps the old name
+    text = renamed(ne)
+    assert await ne.ask(URI, text, 3, 1, "orders.py", "python") is None
+    assert len(engine.prompts) == 1 and engine.prompts[0][-1] == FIM.middle   # one check, refused: no rewrite
+    s = ne.summary()
+    assert s["proposed"] == 0 and s["filtered"] == {"disagreed": 1} and s["checks"] == {"repeat_disagreed": 1}
+    assert await ne.ask(URI, text, 3, 1, "orders.py", "python") is None   # remembered for the version
+    assert len(engine.prompts) == 1 and ne.summary()["remembered"] == 1
+
+
+@pytest.mark.repeat_path
+async def test_a_change_with_no_candidate_asks_the_model_to_rewrite(setup):
     ne, engine, _ = setup()
     ne.opened(URI, DOC)
     ne.edited(URI, DOC.replace("def summarize(orders):", "def summarize(orders, tax):"))
     await ne.ask(URI, DOC.replace("def summarize(orders):", "def summarize(orders, tax):"), 2, 0, "orders.py",
                  "python")
-    assert len(engine.generations) == 1
+    assert len(engine.generations) == 1 and engine.prompts[0][-1] != FIM.middle
+
+
+@pytest.mark.repeat_path
+async def test_new_lines_only_ask_the_model_nothing(setup):
+    """Lines added (new code being typed) have no candidate here, and the free rewrite is not worth asking: the
+    model thread is not held at all."""
+    ne, engine, model = setup()
+    ne.opened(URI, DOC)
+    typed = DOC + "\n\ndef helper(x):\n    return x\n"
+    ne.edited(URI, typed)
+    assert await ne.ask(URI, typed, 2, 8, "orders.py", "python") is None
+    assert engine.generations == [] and ne.summary()["filtered"] == {"new_code": 1}
