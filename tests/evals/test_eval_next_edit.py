@@ -136,14 +136,18 @@ def test_the_runner_scores_each_method_and_the_ledger_keeps_its_headlines(tmp_pa
 
     def answer(prompt: str) -> str:
         # the last whole code block of the prompt is the region asked for: copied back, nothing is proposed
-        return re.findall(r"```\w*\n(.*?)```", prompt, re.S)[-1] + "```"
+        blocks = re.findall(r"```\w*\n(.*?)```", prompt, re.S)
+        return blocks[-1] + "```" if blocks else ""   # (a completion's page, evaluated before each ask)
 
-    engine = ScriptedEngine(answer, by_prompt=True, token_s=0.00001, step_s=0.0)
+    def keeps(prefix: str, suffix: str) -> str:
+        return "?"   # a candidate's check: the target writes something else, and nothing is proposed
+
+    engine = ScriptedEngine(answer, by_prompt=True, token_s=0.00001, step_s=0.0, fim_answer=keeps)
     out = tmp_path / "ne.json"
-    summary = run(engine, picked, ("ours", "plain", "none"), 1, 12, False, out, log=None)
+    summary = run(engine, picked, ("ours", "before", "plain", "none"), 1, 12, False, out, log=None)
     assert set(summary) >= {"ours", "plain", "none"}
     assert summary["ours"]["cases"] == summary["plain"]["cases"] == 6
-    assert summary["ours"]["proposals"] == summary["plain"]["proposals"] == 0   # copies propose nothing
+    assert summary["ours"]["proposals"] == summary["before"]["proposals"] == summary["plain"]["proposals"] == 0
     raw = json.loads(out.read_text())
     assert [r["id"] for r in raw["rows"]] == [c["id"] for c in picked]
     line = ledger.record(["tandem-eval", "next-edit"], raw, out, ledger=tmp_path / "ledger.jsonl",

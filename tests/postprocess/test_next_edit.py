@@ -15,7 +15,7 @@ from lsp_server.prompt.next_edit import build_prompt, region_lines
 GOLDEN = Path(__file__).parent / "golden" / "next_edit"
 # `unsure` is judged from the generation's margins, not from the answer's text, and `too_long` and `no_margins`
 # before any answer: tests/service covers them
-OUTCOMES = {"edit"} | {str(d) for d in Dropped} - {"unsure", "too_long", "no_margins"}
+OUTCOMES = {"edit"} | {str(d) for d in Dropped} - {"unsure", "too_long", "no_margins", "disagreed", "new_code"}
 
 
 def cases():
@@ -94,15 +94,15 @@ def test_the_region_and_the_edit_count_lines_as_the_editor_does():
 
 
 def test_the_region_is_the_cursor_s_line_one_above_and_some_below():
-    assert region_lines(100, 10) == (9, 23)
-    assert region_lines(100, 0) == (0, 13)
+    assert region_lines(100, 10) == (9, 17)
+    assert region_lines(100, 0) == (0, 7)
     assert region_lines(12, 11) == (10, 12)          # at the end
     assert region_lines(1, 0) == (0, 1)
     doc = "".join(f"x{i} = {i}\n" for i in range(40))
     p = build_prompt(doc, 20, "", "a.py", "python")
-    assert (p.start, p.end) == (19, 33) and p.region == "".join(f"x{i} = {i}\n" for i in range(19, 33))
-    # twelve lines above the region are shown as context, not rewritten; the answer's fence is opened
-    assert "```python\nx7 = 7\n" in p.text and "x18 = 18\n```" in p.text and "x6 = 6" not in p.text
+    assert (p.start, p.end) == (19, 27) and p.region == "".join(f"x{i} = {i}\n" for i in range(19, 27))
+    # eight lines above the region are shown as context, not rewritten; the answer's fence is opened
+    assert "```python\nx11 = 11\n" in p.text and "x18 = 18\n```" in p.text and "x10 = 10" not in p.text
     assert p.text.endswith("<|im_start|>assistant\n```python\n")
     # a last line without a newline is rewritten with one
     assert build_prompt("a = 1\nb = 2", 1, "", "a.py", "python").region == "a = 1\nb = 2\n"
