@@ -11,6 +11,7 @@ the candidate's few tokens are evaluated."""
 from __future__ import annotations
 
 import difflib
+import os
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -140,17 +141,23 @@ def plan_checks(pipeline: Pipeline, place: CompletionRequest, cand: Candidate) -
     return out
 
 
+# characters of the code after the hole that the target must write again after the middle, where it does not end
+# the middle itself: enough to say it went on with that code (the hole filled) rather than with code of its own
+AGAIN = 8
+
+
 def agrees(middle: str, written: str, stop: StopReason, suffix: str) -> bool:
     """Whether the target's answer is the candidate's: the middle, then the end of the middle, or the middle and
-    then the code after the hole again (the hole filled, the model going on with what follows), as far as it
-    wrote or to the end of the hole's line (past it, it writes lines of its own that no hole asked for)."""
+    then the code after the hole again (the hole filled, the model going on with what follows), for AGAIN
+    characters or to the end of the hole's line where that comes first."""
     if not written.startswith(middle):
         return False
     rest = written[len(middle):]
     if not rest:
         return stop == StopReason.EOG
-    line_end = rest.find("\n") + 1
-    return suffix.startswith(rest) or (line_end > 0 and suffix.startswith(rest[:line_end]))
+    line = suffix[:suffix.find("\n") + 1 or len(suffix)]
+    same = len(os.path.commonprefix([rest, suffix]))
+    return same > 0 and same >= min(AGAIN, len(line.rstrip("\n")) or 1)
 
 
 def run_checks(engine, checks: list[Check], cancel: threading.Event | None = None) -> Verdict:

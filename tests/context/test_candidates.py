@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lsp_server.context.candidates import Candidate, find, nearest_first
-from lsp_server.context.candidates import calls, lines, pattern, renames, siblings
+from lsp_server.context.candidates import calls, lines, pattern, renames, siblings, unused
 from lsp_server.context.edits import Hunk, text_change
 
 
@@ -137,6 +137,42 @@ def test_a_new_parameter_of_a_definition_is_passed_at_the_calls():
     text, recent = edit(before, before.replace("def validate(obj):", "def validate(obj, parents):"))
     c = one(calls.find(text, recent, 0, "python"))
     assert (c.start, c.end, c.text) == (4, 5, "    validate(obj, parents)\n")
+
+
+def test_a_method_whose_last_call_was_replaced_goes_with_its_blank_line():
+    before = ("func (c *Context) Render(code int) {\n\tif err != nil {\n\t\tc.renderError(err)\n\t}\n}\n\n"
+              "func (c *Context) renderError(err error) {\n\tdebugPrintError(err)\n}\n\n"
+              "// HTML renders.\nfunc (c *Context) HTML() {}\n")
+    text, recent = edit(before, before.replace("\t\tc.renderError(err)", "\t\tpanic(err)"))
+    c = one(unused.find(text, recent, 2, "go"))
+    assert (c.start, c.end, c.text) == (6, 10, "")
+    assert c.old_text.startswith("func (c *Context) renderError") and c.old_text.endswith("}\n\n")
+
+
+def test_a_variant_whose_last_use_went_goes_with_its_doc_comment():
+    before = ("fn code(e: &E) -> bool {\n    match e {\n        E::A\n        | E::Bravo => true,\n"
+              "        _ => false,\n    }\n}\n\nenum E {\n    /// a.\n    A,\n\n    /// bravo.\n    Bravo,\n\n"
+              "    /// c.\n    Charlie,\n}\n")
+    after = before.replace("        E::A\n        | E::Bravo => true,\n", "        E::A => true,\n")
+    text, recent = edit(before, after)
+    c = one(unused.find(text, recent, 2, "rust"))
+    assert c.old_text == "    /// bravo.\n    Bravo,\n\n" and c.text == ""
+
+
+def test_a_name_still_used_elsewhere_is_not_taken_out():
+    before = "def helper():\n    pass\n\nhelper()\nhelper()\n"
+    text, recent = edit(before, "def helper():\n    pass\n\nother()\nhelper()\n")
+    assert unused.find(text, recent, 3, "python") == []
+
+
+def test_a_new_import_is_listed_where_the_other_imports_are_exported():
+    before = ("import warning from './utils/warning'\nimport compose from './compose'\n\nexport {\n"
+              "  compose,\n  warning\n}\n")
+    after = before.replace("import compose from './compose'\n",
+                           "import compose from './compose'\nimport isAction from './utils/isAction'\n")
+    text, recent = edit(before, after)
+    c = one(siblings.find(text, recent, 2, "typescript"))
+    assert c.text == "  isAction,\n" and c.start == c.end == 6
 
 
 def test_find_puts_the_nearest_first_and_never_two_over_the_same_lines():

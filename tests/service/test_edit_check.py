@@ -61,6 +61,8 @@ def test_a_last_line_without_a_newline_keeps_none():
     ("amount", "amount", StopReason.EOG, " + 1\n", True),          # the candidate, then the end of the middle
     ("amount", "amount + 1", StopReason.LENGTH, " + 1\n", True),   # the candidate, then the code after it again
     ("amount", "amounts", StopReason.STOP, " + 1\n", False),       # left it
+    ("f", "f(a, b, cc", StopReason.STOP, "(a, b, c)\n", True),      # went on with the code after it for a while
+    ("f", "f(a, x", StopReason.STOP, "(a, b, c)\n", False),        # not for long enough
     ("amount", "amo", StopReason.EOG, " + 1\n", False),            # stopped short
     ("amount", "amount", StopReason.LENGTH, " + 1\n", False),      # no end seen
     ("", "", StopReason.EOG, "x\n", True),                          # a deletion: nothing, then the end
@@ -68,6 +70,7 @@ def test_a_last_line_without_a_newline_keeps_none():
     ("", "y", StopReason.STOP, "x\n", False),
     ("b", "b + 1\n    z = 2", StopReason.LENGTH, " + 1\n    y = 2\n", True),   # its own line as the code's, then its own
     ("b", "b + 2\n", StopReason.LENGTH, " + 1\n", False),
+    ("b", "b +", StopReason.STOP, " + 1\n", False),
     ("a", "a", StopReason.CANCELLED, "b", False),
 ])
 def test_agrees(middle, written, stop, suffix, want):

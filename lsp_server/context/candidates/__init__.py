@@ -1,6 +1,6 @@
 """Candidate next edits from the code's structure: cheap guesses at the edit that follows the user's change, each
 found by a small module from the text (and its syntax tree) alone, for the target to verify before anything is
-shown (service/next_edit.py). A candidate is a replacement of whole lines of the current text.
+shown (service/edit_check.py). A candidate is a replacement of whole lines of the current text.
 
 The kinds, each its own module:
 
@@ -11,8 +11,9 @@ The kinds, each its own module:
   shape; a line deleted deleted again where it stands elsewhere;
 - `renames`: a name the user's bigger change replaced (a parameter renamed with its type) renamed at its
   remaining uses;
-- `siblings`: a new field, parameter or constant listed where its siblings are listed (a struct literal, a
-  constructor, a switch), written by analogy with the nearest sibling's line;
+- `unused`: the user's change took out a name's last use, and its definition goes too;
+- `siblings`: a new field, parameter, constant or import listed where its siblings are listed (a struct literal,
+  a constructor, a switch, an export list), written by analogy with the nearest sibling's line;
 - `calls`: a function's parameters changed, and a call that still passes the old number of arguments.
 
 Candidates are ordered: the nearest below the cursor first, the kinds found from the user's own text before the
@@ -20,11 +21,11 @@ guessed ones. None of them is shown unless the target, asked to fill the candida
 from __future__ import annotations
 
 from ..edits import Hunk
-from . import calls, lines, pattern, renames, repeat, siblings
+from . import calls, lines, pattern, renames, repeat, siblings, unused
 from .base import Candidate, cluster, make, nearest_first
 
 MAX_CANDIDATES = 4   # verified per ask, at most (each costs the target one prompt and one batch)
-FINDERS = (repeat.find, pattern.find, renames.find, lines.find, siblings.find, calls.find)
+FINDERS = (repeat.find, pattern.find, renames.find, lines.find, unused.find, siblings.find, calls.find)
 
 
 def find(text: str, recent: list[Hunk], cursor_line: int, language: str,

@@ -14,7 +14,8 @@ NAME = re.compile(r"[A-Za-z_]\w*")
 # languages whose declarations put the type before the name (`int x`): the name is an item's last word
 TYPE_FIRST = {"java", "c", "cpp", "csharp", "kotlin", "scala"}
 KEYWORDS = {"const", "let", "var", "val", "final", "static", "public", "private", "protected", "readonly", "pub",
-            "mut", "self", "this", "def", "func", "fn", "function", "return", "case", "type", "struct", "class"}
+            "mut", "self", "this", "def", "func", "fn", "function", "return", "case", "type", "struct", "class",
+            "import", "from", "export", "use", "package", "default", "as", "require"}
 RUN = 2              # siblings on consecutive lines that make a list of them
 REACH = 4            # lines either side of an added line whose names are its siblings
 

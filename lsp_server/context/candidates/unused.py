@@ -1,0 +1,79 @@
+"""A definition the user's change left unused: the change took out the last use of a name (a call replaced, a
+case dropped from a match), and the name now stands only where it is defined; the candidate takes that definition
+out too (a function or method with its body, or a one-line member such as an enum variant, each with its doc
+comment and the blank line that set it apart)."""
+from __future__ import annotations
+
+import re
+
+from ..edits import Hunk, keep_lines
+from ..syntax import parse
+from ..usages import uses
+from .base import Candidate, make, nearest_first
+
+NAME = re.compile(r"[A-Za-z_]\w*")
+MIN_NAME = 4
+# tree-sitter node types of a function or method, whose lines go with their name
+FUNCTIONS = {"function_declaration", "method_declaration", "function_definition", "function_item",
+             "method_definition", "constructor_declaration"}
+COMMENT = ("//", "#", "/*", "*", "--")
+# a member that is a line of its own: `Name,`, `Name(Type),`, `NAME = 1,`
+MEMBER = re.compile(r"^\s*[A-Za-z_]\w*\s*(\([^()]*\)|=\s*[^,;]+)?\s*[,;]?\s*$")
+
+
+def _gone(recent: list[Hunk]) -> list[str]:
+    """Names the recent edits took out of the lines they changed, the latest edit's first."""
+    out: list[str] = []
+    for h in reversed(recent):
+        new = set(NAME.findall("\n".join(h.new)))
+        for name in NAME.findall("\n".join(h.old)):
+            if name not in new and len(name) >= MIN_NAME and name not in out:
+                out.append(name)
+    return out
+
+
+def _function_lines(text: str, line: int, language: str) -> tuple[int, int] | None:
+    tree = parse(text, language)
+    if tree is None:
+        return None
+    node = tree.root_node.named_descendant_for_point_range((line, 0), (line, 0))
+    while node is not None and node.type not in FUNCTIONS:
+        node = node.parent
+    if node is None or node.start_point[0] != line:
+        return None
+    return node.start_point[0], node.end_point[0] + 1
+
+
+def definition(text: str, line: int, language: str) -> tuple[int, int] | None:
+    """The lines of the definition on `line` with its doc comment and one blank line that set it apart, or None
+    where the line is no whole definition."""
+    lines = keep_lines(text)
+    span = _function_lines(text, line, language)
+    if span is None:
+        if not MEMBER.match(lines[line]):
+            return None
+        span = (line, line + 1)
+    start, end = span
+    while start > 0 and lines[start - 1].lstrip().startswith(COMMENT):
+        start -= 1
+    if end < len(lines) and not lines[end].strip() and (start == 0 or not lines[start - 1].strip()
+                                                        or lines[start - 1].rstrip().endswith("}")):
+        end += 1
+    return start, end
+
+
+def find(text: str, recent: list[Hunk], cursor_line: int, language: str) -> list[Candidate]:
+    places = []
+    for name in _gone(recent):
+        at = uses(text, name, language)
+        if len(at) != 1:
+            continue   # still used (or never defined here): not left unused
+        span = definition(text, at[0], language)
+        if span is not None:
+            places.append(span)
+    if not places:
+        return []
+    first = nearest_first([s for s, _ in places], cursor_line)[0]
+    start, end = next(p for p in places if p[0] == first)
+    c = make(text, start, end, "", "unused")
+    return [c] if c is not None else []
