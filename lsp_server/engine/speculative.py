@@ -284,7 +284,16 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         n = plan.n_verify if plan else 0
         drafted = draft.tokens[:n] if n else []
 
-        v = _verify(target, [tok] + drafted)
+        # work nobody waits for (a next edit, a prefetch, an offer, a generation writing on after its answer) has its
+        # flag watched inside each verify batch too (llama.cpp's abort callback), as inside a prompt chunk: the
+        # request that stops it then waits for no batch of it, where a batch of draftMax tokens holds a CPU for
+        # many single steps' time. A request's own generation goes without: the callback runs at every graph node.
+        # (Asked at each step: a request that joins a prefetch makes it a request's.)
+        try:
+            v = _verify(target, [tok] + drafted, cancel if getattr(cancel, "yields", False) else None)
+        except Cancelled:   # the batch was abandoned part way: the cache holds what was accepted before it
+            reason = StopReason.CANCELLED
+            break
         controller.costs.observe_target(n + 1, v.seconds)
         verify_s.setdefault(n + 1, []).append(v.seconds)
         if n and draft.drafter == "model":
@@ -382,12 +391,13 @@ class _Verdict:
     right: int = 0          # 1 when a near-tie re-decode found the draft right at that row
 
 
-def _verify(target: LlamaModel, inputs: list[int]) -> _Verdict:
-    """Decode `[last] + draft` in one batch, accept the agreeing prefix, roll the cache back to it."""
+def _verify(target: LlamaModel, inputs: list[int], cancel=None) -> _Verdict:
+    """Decode `[last] + draft` in one batch, accept the agreeing prefix, roll the cache back to it. With `cancel`,
+    the batch stops part way once it is set (Cancelled)."""
     n = len(inputs) - 1
     base = len(target.tokens)
     ts = time.perf_counter()
-    target.decode(inputs, all_logits=bool(n))
+    target.decode(inputs, all_logits=bool(n), cancel=cancel)
     margins: list[float] = []
     for i in range(n + 1):
         pred, m = top2(target.logits(i if n else -1))

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from lsp_server.bench.fixtures import load_cases
-from lsp_server.engine import ContextFullError, GenerationRequest
+from lsp_server.engine import Cancel, ContextFullError, GenerationRequest
 from lsp_server.engine.costs import CostModel
 
 from conftest import FIXTURES
@@ -202,6 +202,46 @@ def test_cancel_from_another_thread_returns_promptly(engine):
     assert result["g"].stop_reason == "cancelled"
     # one decode step is tens of milliseconds here; a full 400-token generation would take >10 s
     assert waited < 3.0, f"took {waited:.2f}s to stop after the cancel"
+
+
+@pytest.mark.parametrize("background, phase", [(True, "answer"), (False, "answer"), (True, "prompt")])
+def test_background_work_abandons_the_batch_under_way_when_cancelled(engine, background, phase):
+    """Work nobody waits for (`Cancel.yields`: a next edit, a prefetch, an offer) has its flag watched inside each
+    batch, a prompt chunk's or a verify batch's: cancelled while one is decoded, it abandons it, so no token is
+    evaluated after the cancel and a request that stopped it waits for no batch of it; the cache holds what was
+    evaluated before. A request's own generation reads its flag between verify steps: the batch under way is
+    finished first."""
+    # (a prompt of its own for each case: none of it is cached, so its evaluation runs chunk by chunk)
+    toks = engine.tokenize(f"# {phase}, {background}\nsquares = [\n" + "".join(f"    {i * i},\n" for i in range(1, 40)))
+    target, cancel, at = engine.target, Cancel(yields=background), {}
+    decode = target._llama_decode
+
+    def cancelled_while_decoding() -> int:   # the flag is set as the batch starts: a prompt chunk after the first,
+        n = len(target.tokens)               # or a verify batch a few steps into the answer
+        if not at and (0 < n < len(toks) if phase == "prompt" else n > len(toks) + 8):
+            at["evaluated"] = target.counters.evaluated
+            cancel.set()
+        return decode()
+
+    target._llama_decode = cancelled_while_decoding
+    try:
+        g = engine.generate(GenerationRequest(toks, max_tokens=200, speculative=True), cancel)
+    finally:
+        del target._llama_decode
+    assert at and g.stop_reason == "cancelled" and len(g.tokens) < 200
+    after = target.counters.evaluated - at["evaluated"]
+    if background or phase == "prompt":
+        assert after == 0   # the batch was abandoned part way
+    else:
+        assert after >= 1   # the batch ran to its end before the flag was read
+    assert target.tokens == (toks + g.tokens)[:len(target.tokens)]
+    # the cache is in step with its bookkeeping: a generation from there equals one from a cold start, up to a
+    # near-tie (the two evaluated the prompt in other batches, whose sums differ in the last bits)
+    again = engine.generate(GenerationRequest(toks, max_tokens=12, speculative=False))
+    target.truncate(0)
+    cold = engine.generate(GenerationRequest(toks, max_tokens=12, speculative=False, record_margins=True))
+    sure = next((i for i, m in enumerate(cold.margins) if m < 1.0), len(cold.tokens))
+    assert again.tokens[:sure] == cold.tokens[:sure]
 
 
 def test_cancel_during_prompt_evaluation(engine):

@@ -125,6 +125,7 @@ class EngineHost:
             return
         if op == "yields":   # background work nobody waits for gives way to other windows' requests; or not now
             if (ev := conn.cancels.get(rid)) is not None:
+                ev.set_yields(bool(msg.get("value")))   # (the engine watches such work's flag inside a batch too)
                 if msg.get("value"):
                     conn.fills[rid] = ev
                 else:   # a request of the window joined it: a request now
@@ -138,7 +139,7 @@ class EngineHost:
                 wait[0].set()
             return
         if op in ("generate", "prewarm"):
-            cancel = conn.cancels[rid] = Cancel()
+            cancel = conn.cancels[rid] = Cancel(yields=op == "generate" and bool(msg.get("yields")))
             if op == "prewarm" or msg.get("yields"):
                 conn.fills[rid] = cancel
             if op == "generate" and not msg.get("yields"):
