@@ -17,8 +17,9 @@ MIN_NAME = 4
 FUNCTIONS = {"function_declaration", "method_declaration", "function_definition", "function_item",
              "method_definition", "constructor_declaration"}
 COMMENT = ("//", "#", "/*", "*", "--")
-# a member that is a line of its own: `Name,`, `Name(Type),`, `NAME = 1,`
-MEMBER = re.compile(r"^\s*[A-Za-z_]\w*\s*(\([^()]*\)|=\s*[^,;]+)?\s*[,;]?\s*$")
+# a member of a list that is a line of its own, its comma after it: `Name,`, `Name(Type),`, `NAME = 1,` (a line
+# without one is a statement: a local variable's last use gone is no sign the variable should go)
+MEMBER = re.compile(r"^\s*[A-Za-z_]\w*\s*(\([^()]*\)|=\s*[^,;]+)?\s*,\s*$")
 
 
 def _gone(recent: list[Hunk]) -> list[str]:
