@@ -94,6 +94,14 @@ def spellings(old: str, new: str) -> list[tuple[str, str]]:
     return list(out.items())
 
 
+def shape(line: str, name: str) -> str:
+    """The line with the name (in each spelling) made a placeholder, its spaces made one, its last comma left out
+    (the last member of a list may have none)."""
+    for old, _ in spellings(name, name):
+        line = re.sub(rf"(?<![A-Za-z0-9]){re.escape(old)}(?![a-z0-9])", "\x00", line)
+    return " ".join(line.split()).rstrip(",;")
+
+
 def _has(line: str, name: str) -> bool:
     return any(re.search(rf"(?<![A-Za-z0-9]){re.escape(s)}(?![a-z0-9])", line) for s, _ in spellings(name, name))
 
@@ -117,6 +125,11 @@ def find(text: str, recent: list[Hunk], cursor_line: int, language: str) -> list
             continue
         if sum(_has(line, s) for s in others) != 1:
             continue   # a line of the list names one sibling
+        # and a line next to it is the same line for another sibling (`Path: path,` beside `Domain: domain,`)
+        mine = shape(line, before)
+        if not any(0 <= k < len(lines) and k not in own and shape(lines[k], s) == mine
+                   for k in (n - 1, n + 1) for s in others if s != before and _has(lines[k], s)):
+            continue
         places.append(n)
     if not places:
         return []
