@@ -144,20 +144,29 @@ def plan_checks(pipeline: Pipeline, place: CompletionRequest, cand: Candidate) -
 # characters of the code after the hole that the target must write again after the middle, where it does not end
 # the middle itself: enough to say it went on with that code (the hole filled) rather than with code of its own
 AGAIN = 8
+# where the target, past the middle, writes other code than the code after the hole, but barely preferred that
+# token to another (a top-2 logit gap below this), it did not say the hole needs more than the middle: what it
+# writes after the middle is a free continuation, not the verdict (the middle's own tokens are)
+LOOSE_GAP = 1.0
 
 
-def agrees(middle: str, written: str, stop: StopReason, suffix: str) -> bool:
+def agrees(middle: str, written: str, stop: StopReason, suffix: str, last_gap: float | None = None) -> bool:
     """Whether the target's answer is the candidate's: the middle, then the end of the middle, or the middle and
     then the code after the hole again (the hole filled, the model going on with what follows), for AGAIN
-    characters or to the end of the hole's line where that comes first."""
+    characters or to the end of the hole's line where that comes first, or something else it was barely surer of
+    (`last_gap`: the top-2 gap of the token it ended on)."""
     if not written.startswith(middle):
         return False
     rest = written[len(middle):]
-    if not rest:
-        return stop == StopReason.EOG
+    if not rest:   # it wrote the middle and ended it, or the file ends there (nothing after it to write again)
+        return stop == StopReason.EOG or (not suffix and stop == StopReason.STOP)
+    if middle and _word(middle[-1]) and _word(rest[0]) and not (suffix and _word(suffix[0])):
+        return False   # it wrote a longer name than the middle's (`amounts` for `amount`)
     line = suffix[:suffix.find("\n") + 1 or len(suffix)]
     same = len(os.path.commonprefix([rest, suffix]))
-    return same > 0 and same >= min(AGAIN, len(line.rstrip("\n")) or 1)
+    if same > 0 and same >= min(AGAIN, len(line.rstrip("\n")) or 1):
+        return True
+    return last_gap is not None and last_gap < LOOSE_GAP and len(rest) > same
 
 
 def run_checks(engine, checks: list[Check], cancel: threading.Event | None = None) -> Verdict:
@@ -172,7 +181,8 @@ def run_checks(engine, checks: list[Check], cancel: threading.Event | None = Non
         margins += gen.margins
         prompt, evaluated = prompt + gen.prompt_tokens, evaluated + gen.prompt_evaluated
         ok = gen.stop_reason not in (StopReason.CANCELLED, StopReason.ERROR) and \
-            agrees(check.hole.middle, gen.text, gen.stop_reason, check.suffix)
+            agrees(check.hole.middle, gen.text, gen.stop_reason, check.suffix,
+                   gen.margins[-1] if gen.margins else None)
         if not ok:
             break
     return Verdict(checks[0].candidate if checks else None, ok, "\x00".join(written),

@@ -57,6 +57,12 @@ def test_a_last_line_without_a_newline_keeps_none():
     assert (prefix, middle, suffix) == ("a = 1\nb =", " new", "")
 
 
+def test_past_the_middle_a_token_the_target_was_unsure_of_is_no_verdict():
+    assert agrees(" amount", " amount +", StopReason.STOP, " * (1 + rate)\n", 0.1)
+    assert not agrees(" amount", " amount +", StopReason.STOP, " * (1 + rate)\n", 3.0)
+    assert not agrees(" amount", " amounts", StopReason.STOP, " * (1 + rate)\n", 0.1)   # in the middle: no
+
+
 @pytest.mark.parametrize("middle,written,stop,suffix,want", [
     ("amount", "amount", StopReason.EOG, " + 1\n", True),          # the candidate, then the end of the middle
     ("amount", "amount + 1", StopReason.LENGTH, " + 1\n", True),   # the candidate, then the code after it again
@@ -65,6 +71,7 @@ def test_a_last_line_without_a_newline_keeps_none():
     ("f", "f(a, x", StopReason.STOP, "(a, b, c)\n", False),        # not for long enough
     ("amount", "amo", StopReason.EOG, " + 1\n", False),            # stopped short
     ("amount", "amount", StopReason.LENGTH, " + 1\n", False),      # no end seen
+    ("amount", "amount", StopReason.STOP, "", True),               # the file ends there: written is all
     ("", "", StopReason.EOG, "x\n", True),                          # a deletion: nothing, then the end
     ("", "x\n", StopReason.LENGTH, "x\n", True),                    # nothing, then the code after it
     ("", "y", StopReason.STOP, "x\n", False),
