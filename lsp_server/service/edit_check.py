@@ -130,10 +130,10 @@ def plan_checks(pipeline: Pipeline, place: CompletionRequest, cand: Candidate) -
         req = replace(place, document=Document(document.path, text, document.language), line=line, col=col,
                       multiline=True, force=True, suffix_cap=CHECK_SUFFIX_TOKENS)
         plan = pipeline.plan(req)
-        # drafted: the middle and the rest of its line as the code has it, so that one batch says both whether
-        # the target writes the middle and whether it ends the middle there (its end, or the code going on)
+        # drafted: the middle and what `agrees` reads after it (the next character of the code after the hole, or
+        # where the middle is empty, as much of that code as must follow), so that one batch says it all
         suffix = h.text[h.end:]
-        expect = h.middle + suffix[:suffix.find("\n") + 1 or len(suffix)]
+        expect = h.middle + suffix[:after_middle(h.middle, suffix)]
         n = len(pipeline.engine.tokenize(expect))
         gen_req = GenerationRequest(plan.prompt.tokens, max_tokens=n + 1, language=document.language,
                                     expect=expect, record_margins=True, keep=plan.prompt.stable)
@@ -141,32 +141,34 @@ def plan_checks(pipeline: Pipeline, place: CompletionRequest, cand: Candidate) -
     return out
 
 
-# characters of the code after the hole that the target must write again after the middle, where it does not end
-# the middle itself: enough to say it went on with that code (the hole filled) rather than with code of its own
+# characters of the code after the hole that the target must write again where the candidate writes nothing in
+# it (lines taken out): that the code after the hole follows is all it can agree with there
 AGAIN = 8
-# where the target, past the middle, writes other code than the code after the hole, but barely preferred that
-# token to another (a top-2 logit gap below this), it did not say the hole needs more than the middle: what it
-# writes after the middle is a free continuation, not the verdict (the middle's own tokens are)
-LOOSE_GAP = 1.0
 
 
-def agrees(middle: str, written: str, stop: StopReason, suffix: str, last_gap: float | None = None) -> bool:
-    """Whether the target's answer is the candidate's: the middle, then the end of the middle, or the middle and
-    then the code after the hole again (the hole filled, the model going on with what follows), for AGAIN
-    characters or to the end of the hole's line where that comes first, or something else it was barely surer of
-    (`last_gap`: the top-2 gap of the token it ended on)."""
-    if not written.startswith(middle):
+def after_middle(middle: str, suffix: str) -> int:
+    """How much of the code after the hole a check reads after the middle."""
+    if middle:
+        return min(1, len(suffix))
+    line = suffix[:suffix.find("\n") + 1 or len(suffix)]
+    return min(AGAIN, len(line.rstrip("\n")) or 1, len(suffix))
+
+
+def agrees(middle: str, written: str, stop: StopReason, suffix: str) -> bool:
+    """Whether the target's answer is the candidate's. Where the candidate writes something, its tokens are the
+    verdict: the target wrote the middle (not a longer name: `amounts` for `amount`); what it writes after it is
+    its own continuation, the code after the hole in view. Where the candidate writes nothing (lines or words
+    taken out), the target must end the middle there, or go on with the code after the hole for AGAIN characters
+    (or to the end of the hole's line): it did not put back what was there."""
+    if stop in (StopReason.CANCELLED, StopReason.ERROR) or not written.startswith(middle):
         return False
     rest = written[len(middle):]
-    if not rest:   # it wrote the middle and ended it, or the file ends there (nothing after it to write again)
+    if middle:
+        return not (rest and _word(middle[-1]) and _word(rest[0]))
+    if not rest:   # it ended the middle at once, or the file ends there
         return stop == StopReason.EOG or (not suffix and stop == StopReason.STOP)
-    if middle and _word(middle[-1]) and _word(rest[0]) and not (suffix and _word(suffix[0])):
-        return False   # it wrote a longer name than the middle's (`amounts` for `amount`)
-    line = suffix[:suffix.find("\n") + 1 or len(suffix)]
     same = len(os.path.commonprefix([rest, suffix]))
-    if same > 0 and same >= min(AGAIN, len(line.rstrip("\n")) or 1):
-        return True
-    return last_gap is not None and last_gap < LOOSE_GAP and len(rest) > same
+    return same > 0 and same >= after_middle(middle, suffix)
 
 
 def run_checks(engine, checks: list[Check], cancel: threading.Event | None = None) -> Verdict:
@@ -181,8 +183,7 @@ def run_checks(engine, checks: list[Check], cancel: threading.Event | None = Non
         margins += gen.margins
         prompt, evaluated = prompt + gen.prompt_tokens, evaluated + gen.prompt_evaluated
         ok = gen.stop_reason not in (StopReason.CANCELLED, StopReason.ERROR) and \
-            agrees(check.hole.middle, gen.text, gen.stop_reason, check.suffix,
-                   gen.margins[-1] if gen.margins else None)
+            agrees(check.hole.middle, gen.text, gen.stop_reason, check.suffix)
         if not ok:
             break
     return Verdict(checks[0].candidate if checks else None, ok, "\x00".join(written),
