@@ -288,6 +288,6 @@ def test_next_edit_in_a_real_vscode(tmp_path):
     assert snippet["cursor"] == "Ln 2, Col 9 (4 selected)", snippet
     assert snippet["after"]["cursor"] == "Ln 2, Col 14 (4 selected)", snippet
     assert snippet["after"]["edit"] == snippet["shown"], snippet
-    assert "print(size)" in snippet["after"]["text"] and "return size" in snippet["after"]["text"], snippet
+    assert "if size > 100:" in snippet["after"]["text"] and "return size" in snippet["after"]["text"], snippet
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")

@@ -32,8 +32,8 @@ RENAMED = DOC.replace("    total = 0", "    amount = 0")
 
 @pytest.fixture(autouse=True)
 def model_path(monkeypatch):
-    """The rename is answered from the text before any model is asked (context/repeats.py): off here, so that
-    each ask is a task of the model thread."""
+    """Candidate edits (context/candidates/) are off here, so that each ask is the free rewrite: one task of the
+    model thread whose prompt these tests script."""
     monkeypatch.setattr("lsp_server.service.next_edit.plan_candidates", lambda *args: [])
 
 

@@ -246,8 +246,7 @@ async function openFile(page, name) {
 // the old one on the lines below; the real models propose the follow-up.
 const SHAPES = `def describe(shape):
     name = shape.name
-    sides = len(shape.points)
-    print(f"{name} has {sides} sides")
+    print(f"{name} has {len(shape.points)} sides")
     return name
 `;
 const CART = `def order_total(items):
@@ -270,7 +269,7 @@ const COUNT_LINE = 44;   // "    count = 0", 1-based
 // a rename's repeat at the end of a file without a final newline, LF and CRLF: `size` is used last on the last line
 const AREA = "def area(width, height):\n    size = width * height\n    return size";
 // where an edit shows and another key is the editor's: `size` renamed on line 2, its uses on the lines below
-const KEYS = "def area(width, height):\n    size = width * height\n    print(size)\n    return size\n";
+const KEYS = "def area(width, height):\n    size = width * height\n    if size > 100:\n        return 100\n    return size\n";
 // a snippet the user inserts with a key: the rename as two tab stops
 const SNIPPET_KEY = { key: "ctrl+alt+j", command: "editor.action.insertSnippet", when: "editorTextFocus",
                       args: { snippet: "${1:area}_${2:size}" } };
@@ -425,6 +424,9 @@ async function nextEdit() {
     await new Promise((r) => setTimeout(r, 1000));
     out.keys.suggest.after = { widget: await suggestWidgetShown(page), edit: await nextEditOnScreen(page) };
     note(`Escape with the suggest widget: ${JSON.stringify(out.keys.suggest)}`);
+    // taken, so that this open file, context for the next files' checks, no longer shows the old name's uses
+    await page.keyboard.press("Tab");
+    await new Promise((r) => setTimeout(r, 1000));
     // Escape with two cursors: one is left, the edit stays
     shown = await renamedWithEdit(page, "keys_cursors.py");
     if (!shown) await fail("no next edit in keys_cursors.py");
@@ -435,6 +437,8 @@ async function nextEdit() {
     await new Promise((r) => setTimeout(r, 1000));
     out.keys.cursors.after = { cursors: await cursorCount(page), edit: await nextEditOnScreen(page) };
     note(`Escape with two cursors: ${JSON.stringify(out.keys.cursors)}`);
+    await page.keyboard.press("Tab");
+    await new Promise((r) => setTimeout(r, 1000));
     // the rename made by a snippet (`size` selected, the snippet's `area` and `size` its stops): the edit shows
     // while the first stop is selected, and Tab goes to the second stop, the edit still shown and not applied
     await page.keyboard.press("Escape");
