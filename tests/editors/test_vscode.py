@@ -261,12 +261,12 @@ def test_next_edit_in_a_real_vscode(tmp_path):
     assert out["stats"]["accepted"] == 1 and out["stats"]["dismissed"] == 1, out["stats"]
     # below the screen: a hint at the cursor's line, the first Tab goes there, the second takes it
     jumped = out["jumped"]
-    assert 44 in jumped["before"] and 46 not in jumped["before"], jumped   # `count += 1` was off the screen
+    assert 44 in jumped["before"] and 46 not in jumped["before"], jumped   # the old name's first use was off the screen
     assert "Tab: go to the suggested edit, line 46" in jumped["shown"]["beside"], jumped
-    assert jumped["cursor"] == 46 and any("count += 1" in line for line in jumped["there"]["struck"]), jumped
+    assert jumped["cursor"] == 46 and any('print(row, "of", count)' in line for line in jumped["there"]["struck"]), jumped
     assert not any(t.startswith("Tab: go to") for t in jumped["there"]["beside"]), jumped
     assert jumped["after"] == {"struck": [], "beside": []}, jumped
-    assert "total_count += 1" in jumped["text"] and "return total_count" in jumped["text"], jumped
+    assert 'print(row, "of", total_count)' in jumped["text"] and "return total_count" in jumped["text"], jumped
     assert out["stats_end"]["accepted"] == 2, out["stats_end"]
     # the end of a file without a final newline: the last line renamed, no newline added, the line ends kept
     for name, eol in (("eof.py", "\n"), ("eof_crlf.py", "\r\n")):

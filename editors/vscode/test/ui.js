@@ -259,12 +259,14 @@ const CART = `def order_total(items):
 const COUNTS = Array.from({ length: 40 }, (_, i) => `LIMIT_${i} = ${i * 10}\n`).join("") + `
 
 def count_rows(rows):
-    count = 0
+    count = len(rows)
     for row in rows:
-        count += 1
+        print(row, "of", count)
     return count
 `;
-const COUNT_LINE = 44;   // "    count = 0", 1-based
+// (the old name's uses are inside their lines: where a use starts a line in a loop's body, the target's choice
+// between the new name and another statement is close, and the check goes either way)
+const COUNT_LINE = 44;   // "    count = len(rows)", 1-based
 
 // a rename's repeat at the end of a file without a final newline, LF and CRLF: `size` is used last on the last line
 const AREA = "def area(width, height):\n    size = width * height\n    return size";
