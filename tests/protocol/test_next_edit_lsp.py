@@ -105,8 +105,7 @@ async def test_a_rename_is_followed_accepted_and_counted(client: LanguageClient)
         command=field(cmd, "command"), arguments=field(cmd, "arguments")))
     s = (await stats(client))["next_edit"]
     assert s["proposed"] >= 1 and s["accepted"] == 1 and s["latency_ms_p50"] > 0, s
-    client.text_document_did_close(types.DidCloseTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=uri)))
+    close(client, uri)
 
 
 async def test_typing_on_drops_the_prediction(client: LanguageClient):
@@ -198,8 +197,7 @@ async def test_a_rename_is_still_followed_after_format_on_save(client: LanguageC
     assert apply(text, edit) == text.replace("total", "amount")
     s = (await stats(client))["next_edit"]
     assert s["from_repeat"] == before["from_repeat"] + 2 and s["from_model"] == before["from_model"], s
-    client.text_document_did_close(types.DidCloseTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=uri)))
+    close(client, uri)
 
 
 async def test_the_setting_turns_it_off(client: LanguageClient):
@@ -256,8 +254,7 @@ async def test_a_document_with_no_file_in_the_workspace_gets_its_next_edit(clien
     rename(client, uri, 2)
     edits = field(await ask(client, uri, 2, RENAMED_LINE), "edits")
     assert len(edits) == 1 and "amount += order.price" in field(edits[0], "text")
-    client.text_document_did_close(types.DidCloseTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=uri)))
+    close(client, uri)
 
 
 async def test_a_region_too_long_for_the_context_is_skipped_counted_and_the_server_stays_up(client: LanguageClient):
@@ -279,5 +276,4 @@ async def test_a_region_too_long_for_the_context_is_skipped_counted_and_the_serv
     assert s["filtered"].get("too_long", 0) == before["filtered"].get("too_long", 0) + 1, s
     assert s["remembered"] == before["remembered"] + 1, s
     assert (await stats(client))["ready"]
-    client.text_document_did_close(types.DidCloseTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=uri)))
+    close(client, uri)

@@ -94,16 +94,22 @@ def spellings(old: str, new: str) -> list[tuple[str, str]]:
     return list(out.items())
 
 
+def spelled(s: str) -> str:
+    """A pattern for one spelling of a name as a whole word or the first piece of a camel-case one (`Path` in
+    `PathPrefix`)."""
+    return rf"(?<![A-Za-z0-9]){re.escape(s)}(?![a-z0-9])"
+
+
 def shape(line: str, name: str) -> str:
     """The line with the name (in each spelling) made a placeholder, its spaces made one, its last comma left out
     (the last member of a list may have none)."""
     for old, _ in spellings(name, name):
-        line = re.sub(rf"(?<![A-Za-z0-9]){re.escape(old)}(?![a-z0-9])", "\x00", line)
+        line = re.sub(spelled(old), "\x00", line)
     return " ".join(line.split()).rstrip(",;")
 
 
 def _has(line: str, name: str) -> bool:
-    return any(re.search(rf"(?<![A-Za-z0-9]){re.escape(s)}(?![a-z0-9])", line) for s, _ in spellings(name, name))
+    return any(re.search(spelled(s), line) for s, _ in spellings(name, name))
 
 
 def find(text: str, recent: list[Hunk], cursor_line: int, language: str) -> list[Candidate]:
@@ -136,7 +142,7 @@ def find(text: str, recent: list[Hunk], cursor_line: int, language: str) -> list
     n = nearest_first(places, cursor_line)[0]
     new_line = lines[n]
     for old_s, new_s in spellings(before, name):
-        new_line = re.sub(rf"(?<![A-Za-z0-9]){re.escape(old_s)}(?![a-z0-9])", new_s, new_line)
+        new_line = re.sub(spelled(old_s), new_s, new_line)
     if new_line.rstrip() and not new_line.rstrip().endswith((",", ";")) and n + 1 < len(lines) \
             and lines[n + 1].rstrip().endswith(","):
         new_line += ","
