@@ -23,6 +23,7 @@ class StopReason(StrEnum):
     CANCELLED = "cancelled"   # the caller's cancel flag
     ERROR = "error"           # a remote engine failed (its health says why)
     SETTLED = "settled"       # a rewrite's change is done: it writes the region's lines as they stand again
+    UNSURE = "unsure"         # a rewrite left its region's text where the target was not sure (GenerationRequest.sure)
 
 
 # the model itself ended the middle (or began to write the code below): nothing is to come there
@@ -77,6 +78,10 @@ class GenerationRequest:
     # the region a rewrite copies, as text: the generation ends once the output has left it and then written
     # SETTLE_LINES of its lines again as they stand (the change is done; the rest is the region as it is)
     settle: str = ""
+    # with `settle` and margins recorded: the generation ends where the output first leaves the region's text
+    # if the target's top-2 gap at that token is below this (an answer shown only when sure would be dropped:
+    # what it writes after that point is never used)
+    sure: float = 0.0
 
 
 @dataclass
@@ -129,6 +134,7 @@ class _Output:
         self.raw = bytearray()
         self.text = ""
         self._longest_stop = max((len(s) for s in req.stop), default=0)
+        self._departure_open = req.sure > 0 and bool(req.settle) and req.record_margins
 
     def emit(self, tok: int, margin: float | None) -> StopReason | None:
         if self.target.is_eog(tok):
@@ -142,6 +148,12 @@ class _Output:
                                       self._longest_stop)
         if reason:
             return reason
+        if self._departure_open:
+            gap = departure_gap(self.req.settle, self.text, self.margins, self.target.tokenize)
+            if gap is not None:
+                self._departure_open = False
+                if gap < self.req.sure:
+                    return StopReason.UNSURE
         if len(self.tokens) >= self.req.max_tokens:
             return StopReason.LENGTH
         return None
@@ -193,6 +205,17 @@ def settled(region: str, text: str, k: int = SETTLE_LINES) -> int | None:
         if old[j - k:j] == tail:
             return end
     return None
+
+
+def departure_gap(region: str, text: str, margins: list[float], tokenize) -> float | None:
+    """The target's top-2 gap at the token where a rewrite's output leaves the region's text (as many tokens in
+    as the text before that point tokenizes to); None while it has not left it (or that token's gap is not in)."""
+    n = min(len(text), len(region))
+    i = next((k for k in range(n) if text[k] != region[k]), None)
+    if i is None:
+        return None
+    at = len(tokenize(text[:i])) if i else 0
+    return margins[at] if at < len(margins) else None
 
 
 log = logging.getLogger("tandem.spec")

@@ -24,6 +24,7 @@ from ..context.edits import EditHistories, Hunk
 from ..context.usages import next_use
 from ..engine import CUT_SHORT, ContextFullError, Generation, GenerationRequest, StopReason
 from ..engine.interface import Engine
+from ..engine.speculative import departure_gap
 from ..pipeline import CompletionRequest, Pipeline
 from ..postprocess.next_edit import MIN_DEPARTURE_MARGIN, Dropped, Edit, departure, proposal
 from ..prompt.budget import prompt_room
@@ -124,13 +125,16 @@ def rewrite(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk],
     p, tokens = fits
     req = GenerationRequest(tokens=tokens, max_tokens=max_tokens, stop=(p.ticks,), language=language,
                             speculative=speculative, time_budget_s=time_budget_s, rewrite_source=source,
-                            record_margins=True, settle=p.region if settles else "")
+                            record_margins=True, settle=p.region if settles else "", sure=min_margin)
     try:
         gen = engine.generate(req, cancel)
     except ContextFullError:   # the draft limit was raised since cfg was read (by another window's draftMax)
         return Prediction(None, Dropped.TOO_LONG, None, len(tokens), (p.start, p.end))
     if gen.stop_reason in (StopReason.CANCELLED, StopReason.ERROR):
         return Prediction(None, None, gen, len(tokens), (p.start, p.end))
+    if gen.stop_reason == StopReason.UNSURE:   # it left the region where it was not sure: nothing to show
+        return Prediction(None, Dropped.UNSURE, gen, len(tokens), (p.start, p.end),
+                          departure_gap(p.region, gen.text, gen.margins, engine.tokenize))
     answer, closed = p.answer(gen.text)
     # a settled answer stopped after its change: the region's lines it did not write again stand as they are
     cut = (gen.stop_reason in CUT_SHORT and not closed) or gen.stop_reason == StopReason.SETTLED

@@ -5,7 +5,7 @@ it. `settled` is checked on text alone."""
 import pytest
 
 from lsp_server.engine import GenerationRequest, StopReason
-from lsp_server.engine.speculative import settled
+from lsp_server.engine.speculative import departure_gap, settled
 
 PROMPT = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return"
 
@@ -52,3 +52,32 @@ REGION = "a = 1\nb = 2\nc = compute(a)\nd = compute(b)\ne = 5\n"
 ])
 def test_settled(text, want):
     assert settled(REGION, text) == want
+
+
+@pytest.mark.parametrize("text,margins,want", [
+    ("a = 1\nb = 2\n", [1.0] * 8, None),          # still the region's text
+    ("a = 1\nb = 3", [9.0] * 6 + [0.5], 0.5),     # left it at the 7th token ("3"), where the gap was 0.5
+    ("a = 1\nb = 3", [9.0] * 6, None),            # that token's gap is not in yet
+    ("x", [2.0], 2.0),                            # left it at once
+])
+def test_departure_gap(text, margins, want):
+    tokenize = lambda s: list(s.replace(" ", ""))   # a character a token, spaces joined to the next
+    assert departure_gap(REGION, text, margins, tokenize) == want
+
+
+@pytest.mark.models
+def test_a_rewrite_ends_where_it_leaves_its_region_unsure_and_writes_the_same_up_to_there(engine):
+    region = " a * b\n\n\ndef mul(a, b):\n    return a * b\n"
+    req = lambda sure: GenerationRequest(engine.tokenize(PROMPT), max_tokens=24, settle=region, sure=sure,
+                                         record_margins=True)
+    whole = engine.generate(req(0.0))
+    assert whole.text.startswith(" a - b") and whole.stop_reason != StopReason.UNSURE
+    gap = departure_gap(region, whole.text, whole.margins, engine.tokenize)
+    assert gap is not None
+    # (a verify batch's logits differ from one-token decoding's in the last digits: a point either side of it)
+    cut = engine.generate(req(gap + 1.0))      # not sure enough where it leaves " a * b": it stops there
+    assert cut.stop_reason == StopReason.UNSURE
+    assert whole.tokens[:len(cut.tokens)] == cut.tokens and len(cut.tokens) < len(whole.tokens)
+    assert whole.text.startswith(cut.text) and not region.startswith(cut.text)
+    kept = engine.generate(req(gap - 1.0))     # sure enough: it writes on as without the gate
+    assert kept.tokens == whole.tokens and kept.stop_reason == whole.stop_reason
