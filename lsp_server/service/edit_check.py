@@ -196,13 +196,14 @@ def plan_candidates(pipeline: Pipeline, place: CompletionRequest, recent: list[H
     let through (not an undo of the user's edit, not a break of the file's syntax), each with its checks (on the
     context thread)."""
     document = place.document
-    out = []
-    for cand in find(document.text, recent, place.line, document.language, limit):
+
+    def admit(cand: Candidate) -> bool:
         edit = Edit(cand.start, cand.end, cand.text, cand.old_text)
-        if undoes(cand.old_text, cand.text, recent) or breaks_syntax(document.text, edit, document.language):
-            continue
-        out.append(plan_checks(pipeline, place, cand))
-    return out
+        return not (undoes(cand.old_text, cand.text, recent) or
+                    breaks_syntax(document.text, edit, document.language))
+
+    return [plan_checks(pipeline, place, cand)
+            for cand in find(document.text, recent, place.line, document.language, limit, admit)]
 
 
 def first_agreed(engine, planned: list[list[Check]], cancel: threading.Event | None = None

@@ -110,7 +110,30 @@ def test_a_new_parameter_is_listed_where_its_siblings_are():
     text, recent = edit(before, after)
     assert siblings.added_member(text, recent[-1], "go")[0] == "sameSite"
     c = one(siblings.find(text, recent, 0, "go"))
-    assert (c.start, c.end, c.text) == (7, 7, "\t\tSameSite:   sameSite,\n")
+    assert (c.start, c.end, c.text) == (7, 7, "\t\tSameSite: sameSite,\n")   # the values' column kept
+
+
+def test_a_new_parameter_of_a_method_is_found_in_its_own_list_not_its_receivers():
+    before = ("func (c *Context) SetCookie(name, value string, path, domain string, secure bool) {\n"
+              "\thttp.SetCookie(c.Writer, &http.Cookie{\n\t\tName:   name,\n\t\tValue:  value,\n"
+              "\t\tPath:   path,\n\t\tDomain: domain,\n\t\tSecure: secure,\n\t})\n}\n")
+    after = before.replace("domain string, secure", "domain string, sameSite http.SameSite, secure")
+    text, recent = edit(before, after)
+    assert siblings.added_member(text, recent[-1], "go")[0] == "sameSite"
+    c = one(siblings.find(text, recent, 0, "go"))
+    assert (c.start, c.end, c.text) == (6, 6, "\t\tSameSite: sameSite,\n")
+
+
+@pytest.mark.parametrize("line,want", [
+    ("\t\tDomain:   domain,", "\t\tSameSite: sameSite,"),       # the longer name eats the alignment
+    ("\tX:        x,", "\tSameSite: sameSite,"),
+    ("\tDomain: domain,", "\tSameSite: sameSite,"),             # one space at least
+    ("    self.domain = domain", "    self.sameSite = sameSite"),
+    ("DOMAIN    = 'domain'  # the domain", "SAMESITE  = 'sameSite' # the sameSite"),   # as near as it fits
+])
+def test_a_renamed_line_keeps_its_columns(line, want):
+    old = "x" if line.startswith("\tX") else "domain"
+    assert siblings.renamed(line, old, "sameSite") == want
 
 
 def test_a_new_field_line_is_assigned_where_its_siblings_are():
@@ -190,3 +213,16 @@ def test_nothing_without_recent_edits():
 @pytest.mark.parametrize("lines_at,cursor,want", [([1, 5, 9], 4, [5, 9, 1]), ([1, 2], 7, [2, 1]), ([], 0, [])])
 def test_nearest_first(lines_at, cursor, want):
     assert nearest_first(lines_at, cursor) == want
+
+
+def test_a_candidate_turned_away_does_not_keep_out_another_at_its_lines():
+    """The user's insertion repeated before `secure` elsewhere (`Secure: sameSite http.SameSite, secure,`) breaks
+    the syntax there; dropped, it leaves room for the new field's line beside its siblings at the same place."""
+    before = ("func (c *Context) SetCookie(name, value string, path, domain string, secure bool) {\n"
+              "\thttp.SetCookie(c.Writer, &http.Cookie{\n\t\tName:   name,\n\t\tValue:  value,\n"
+              "\t\tPath:   path,\n\t\tDomain: domain,\n\t\tSecure: secure,\n\t})\n}\n")
+    after = before.replace("domain string, secure", "domain string, sameSite http.SameSite, secure")
+    text, recent = edit(before, after)
+    assert [c.kind for c in find(text, recent, 0, "go")] == ["repeat"]
+    got = find(text, recent, 0, "go", admit=lambda c: "http.SameSite," not in c.text)
+    assert [(c.kind, c.start, c.end, c.text) for c in got] == [("sibling", 6, 6, "\t\tSameSite: sameSite,\n")]

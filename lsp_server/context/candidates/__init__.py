@@ -20,6 +20,8 @@ Candidates are ordered: the nearest below the cursor first, the kinds found from
 guessed ones. None of them is shown unless the target, asked to fill the candidate's lines, writes the same."""
 from __future__ import annotations
 
+from typing import Callable
+
 from ..edits import Hunk
 from . import calls, lines, pattern, renames, repeat, siblings, unused
 from .base import Candidate, cluster, make, nearest_first
@@ -29,9 +31,10 @@ FINDERS = (repeat.find, pattern.find, renames.find, lines.find, unused.find, sib
 
 
 def find(text: str, recent: list[Hunk], cursor_line: int, language: str,
-         limit: int = MAX_CANDIDATES) -> list[Candidate]:
+         limit: int = MAX_CANDIDATES, admit: Callable[[Candidate], bool] | None = None) -> list[Candidate]:
     """The candidates for the edit after `recent` (oldest first, the last being the user's latest change), best
-    first, at most `limit`, none overlapping another."""
+    first, at most `limit`, none overlapping another. `admit`: a filter applied before the overlaps are settled,
+    so that a candidate it turns away does not keep out another at the same lines."""
     if not recent:
         return []
     found: list[Candidate] = []
@@ -42,6 +45,8 @@ def find(text: str, recent: list[Hunk], cursor_line: int, language: str,
             continue
     out: list[Candidate] = []
     for c in found:
+        if admit is not None and not admit(c):
+            continue
         if any(_overlap(c, o) or (c.start, c.end, c.text) == (o.start, o.end, o.text) for o in out):
             continue
         out.append(c)

@@ -28,8 +28,9 @@ def _name(item: str, language: str) -> str | None:
     return words[-1] if language in TYPE_FIRST else words[0]
 
 
-def _items(line: str) -> list[str]:
-    """The comma-separated items of a line's outermost parenthesised list (or of the line)."""
+def _items(line: str, at: int = 0) -> list[str]:
+    """The comma-separated items of the line's outermost parenthesised list that ends after `at` (where the line
+    was changed: a method's parameters, not its receiver's `(c *Context)`)."""
     depth, start, out, cur = 0, None, [], []
     for i, ch in enumerate(line):
         if ch in "([{":
@@ -40,6 +41,9 @@ def _items(line: str) -> list[str]:
         elif ch in ")]}":
             depth -= 1
             if depth == 0 and start is not None:
+                if i < at:   # a list before the change
+                    start, cur = None, []
+                    continue
                 out.append("".join(cur))
                 return out
         if start is not None and depth == 1 and ch == ",":
@@ -59,7 +63,8 @@ def added_member(text: str, hunk: Hunk, language: str) -> tuple[str, list[str], 
     everywhere = set(NAME.findall(text))
     old_names = set(NAME.findall("\n".join(hunk.old)))
     if len(hunk.old) == len(hunk.new) == 1:   # a member put into a list on one line (a parameter)
-        items = _items(hunk.new[0])
+        a, b = hunk.old[0], hunk.new[0]
+        items = _items(b, next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b))))
         names = [_name(i, language) for i in items]
         new = [n for n in names if n and n not in old_names]
         if len(new) != 1 or len(names) < RUN + 1:
@@ -98,6 +103,30 @@ def spelled(s: str) -> str:
     """A pattern for one spelling of a name as a whole word or the first piece of a camel-case one (`Path` in
     `PathPrefix`)."""
     return rf"(?<![A-Za-z0-9]){re.escape(s)}(?![a-z0-9])"
+
+
+ALIGNED = re.compile(r" {2,}")
+
+
+def renamed(line: str, old: str, new: str) -> str:
+    """The line with the old name replaced by the new one in each spelling, the columns it aligns kept: a run of
+    spaces after a renamed word (`Domain:   domain,` in a gofmt'ed literal) grows or shrinks so that what follows
+    it starts where it did (one space at least)."""
+    subs = {a: b for a, b in spellings(old, new)}
+    pattern = "|".join(spelled(a) for a in sorted(subs, key=len, reverse=True))
+    out, at, shift = [], 0, 0
+    for m in re.finditer(f"{pattern}|{ALIGNED.pattern}", line):
+        out.append(line[at:m.start()])
+        word = m.group()
+        if word in subs:
+            out.append(subs[word])
+            shift += len(subs[word]) - len(word)
+        else:   # a run of spaces that aligns what follows it
+            room = max(1, len(word) - shift)
+            shift -= len(word) - room
+            out.append(" " * room)
+        at = m.end()
+    return "".join(out) + line[at:]
 
 
 def shape(line: str, name: str) -> str:
@@ -140,9 +169,7 @@ def find(text: str, recent: list[Hunk], cursor_line: int, language: str) -> list
     if not places:
         return []
     n = nearest_first(places, cursor_line)[0]
-    new_line = lines[n]
-    for old_s, new_s in spellings(before, name):
-        new_line = re.sub(spelled(old_s), new_s, new_line)
+    new_line = renamed(lines[n], before, name)
     if new_line.rstrip() and not new_line.rstrip().endswith((",", ";")) and n + 1 < len(lines) \
             and lines[n + 1].rstrip().endswith(","):
         new_line += ","
