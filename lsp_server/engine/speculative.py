@@ -268,16 +268,12 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         rewrite.start(req.rewrite_source)
     # an answer to verify is drafted whole, speculation on or off: the output is the target's either way
     expected = RewriteDrafter() if req.expect is not None else None
-    answer = target.tokenize(req.expect) if expected else []
     if expected:
-        expected.start(answer)
+        expected.start(target.tokenize(req.expect))
     fixed = req.fixed_model_draft if model_drafter is not None else 0
     use_model = speculate and model_drafter is not None and (fixed > 0 or controller.model_can_pay())
 
-    row = target.logits(-1)
-    tok, last_gap = top2(row)
-    if answer and tied(row, tok, answer[0]):
-        tok = answer[0]
+    tok, last_gap = top2(target.logits(-1))
     margin = last_gap if record else None
     steps, near_ties, reason = 0, 0, None
     verify_s: dict[int, list[float]] = {}
@@ -317,8 +313,7 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         # many single steps' time. A request's own generation goes without: the callback runs at every graph node.
         # (Asked at each step: a request that joins a prefetch makes it a request's.)
         try:
-            v = _verify(target, [tok] + drafted, cancel if getattr(cancel, "yields", False) else None,
-                        ties_to_draft=expected is not None)
+            v = _verify(target, [tok] + drafted, cancel if getattr(cancel, "yields", False) else None)
         except Cancelled:   # the batch was abandoned part way: the cache holds what was accepted before it
             reason = StopReason.CANCELLED
             break
@@ -419,18 +414,9 @@ class _Verdict:
     right: int = 0          # 1 when a near-tie re-decode found the draft right at that row
 
 
-def tied(row, chosen: int, answer: int) -> bool:
-    """Whether the answer's token is within a near-tie of the target's choice in this row of logits: which of the
-    two the target writes there hangs on the kernels that computed the row (a batch's or one token's) and on what
-    its cache held, not on the code."""
-    return chosen != answer and float(row[chosen]) - float(row[answer]) < NEAR_TIE
-
-
-def _verify(target: LlamaModel, inputs: list[int], cancel=None, ties_to_draft: bool = False) -> _Verdict:
+def _verify(target: LlamaModel, inputs: list[int], cancel=None) -> _Verdict:
     """Decode `[last] + draft` in one batch, accept the agreeing prefix, roll the cache back to it. With `cancel`,
-    the batch stops part way once it is set (Cancelled). With `ties_to_draft` (an answer to verify), a draft token
-    the target's own choice beats by less than a near-tie is taken as the target's: the verdict does not flip with
-    the kernels' last digits."""
+    the batch stops part way once it is set (Cancelled)."""
     n = len(inputs) - 1
     base = len(target.tokens)
     ts = time.perf_counter()
@@ -444,10 +430,7 @@ def _verify(target: LlamaModel, inputs: list[int], cancel=None, ties_to_draft: b
             seconds = time.perf_counter() - ts
             target.truncate(base + i)
             target.decode([inputs[i]])
-            row = target.logits(-1)
-            pred, m = top2(row)
-            if ties_to_draft and i < n and tied(row, pred, inputs[i + 1]):
-                pred = inputs[i + 1]
+            pred, m = top2(target.logits(-1))
             margins.append(m)
             return _Verdict(i, pred, margins, seconds, near_tie=True,
                             right=int(i < n and pred == inputs[i + 1]))

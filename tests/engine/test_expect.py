@@ -2,11 +2,10 @@
 (`GenerationRequest.settle`): with the real models, a verified answer is drafted whole and comes back as the
 target's own greedy output, in one batch where the target agrees; the generation stops where the target leaves
 it. `settled` is checked on text alone."""
-import numpy as np
 import pytest
 
 from lsp_server.engine import GenerationRequest, StopReason
-from lsp_server.engine.speculative import _verify, departure_gap, settled, tied
+from lsp_server.engine.speculative import departure_gap, settled
 
 PROMPT = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return"
 
@@ -82,33 +81,3 @@ def test_a_rewrite_ends_where_it_leaves_its_region_unsure_and_writes_the_same_up
     assert whole.text.startswith(cut.text) and not region.startswith(cut.text)
     kept = engine.generate(req(gap - 1.0))     # sure enough: it writes on as without the gate
     assert kept.tokens == whole.tokens and kept.stop_reason == whole.stop_reason
-
-
-class Rows:
-    """A target whose logits depend on the position alone, for the verify step's row logic: at each position
-    token 2 leads token 3 by `gap` (the rest far behind)."""
-
-    def __init__(self, gap: float):
-        self.tokens: list[int] = []
-        self.gap = gap
-
-    def decode(self, inputs, all_logits=False, cancel=None):
-        self.batch = [np.array([0.0, 0.0, 10.0, 10.0 - self.gap, 0.0], dtype=np.float32) for _ in inputs]
-        self.tokens += list(inputs)
-
-    def logits(self, i):
-        return self.batch[i].copy()
-
-    def truncate(self, n):
-        self.tokens = self.tokens[:n]
-
-
-@pytest.mark.parametrize("gap,ties_to_draft,want", [
-    (0.1, True, 3),      # a near-tie goes to the answer being verified
-    (0.1, False, 2),     # a generation's own: the target's choice, decided as one-token decoding decides it
-    (2.0, True, 2),      # no tie: the target's choice stands
-])
-def test_a_near_tie_in_a_verify_goes_to_the_answer_only_when_verifying(gap, ties_to_draft, want):
-    v = _verify(Rows(gap), [1, 3, 3], ties_to_draft=ties_to_draft)
-    assert v.accepted == 0 and v.next_tok == want
-    assert tied(np.array([0.0, 0.0, 10.0, 10.0 - gap]), 2, 3) == (gap < 0.5)

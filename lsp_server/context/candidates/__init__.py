@@ -45,9 +45,9 @@ def find(text: str, recent: list[Hunk], cursor_line: int, language: str,
             continue
     out: list[Candidate] = []
     for c in found:
-        if admit is not None and not admit(c):
-            continue
         if any(_overlap(c, o) or (c.start, c.end, c.text) == (o.start, o.end, o.text) for o in out):
+            continue
+        if admit is not None and not admit(c):   # asked only of those that would be kept (it may parse the file)
             continue
         out.append(c)
         if len(out) >= limit:
