@@ -3,6 +3,7 @@ own next token -> roll back. With no draft it is plain greedy decoding, through 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -210,9 +211,8 @@ def settled(region: str, text: str, k: int = SETTLE_LINES) -> int | None:
 def departure_gap(region: str, text: str, margins: list[float], tokenize) -> float | None:
     """The target's top-2 gap at the token where a rewrite's output leaves the region's text (as many tokens in
     as the text before that point tokenizes to); None while it has not left it (or that token's gap is not in)."""
-    n = min(len(text), len(region))
-    i = next((k for k in range(n) if text[k] != region[k]), None)
-    if i is None:
+    i = len(os.path.commonprefix([text, region]))
+    if i == min(len(text), len(region)):
         return None
     at = len(tokenize(text[:i])) if i else 0
     return margins[at] if at < len(margins) else None

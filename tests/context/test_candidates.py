@@ -101,24 +101,30 @@ def test_a_name_still_used_in_the_changed_lines_is_no_rename():
     assert renames.find(text, recent, 0, "python") == []
 
 
+# a Go method (its receiver's list comes first) that fills a struct literal from its parameters
+COOKIE_METHOD = ("func (c *Context) SetCookie(name, value string, path, domain string, secure bool) {\n"
+                 "\thttp.SetCookie(c.Writer, &http.Cookie{\n\t\tName:   name,\n\t\tValue:  value,\n"
+                 "\t\tPath:   path,\n\t\tDomain: domain,\n\t\tSecure: secure,\n\t})\n}\n")
+
+
+def same_site_added(before: str):
+    """The text and recent edits after a `sameSite` parameter is put in after `domain string`."""
+    return edit(before, before.replace("domain string, secure", "domain string, sameSite http.SameSite, secure"))
+
+
 def test_a_new_parameter_is_listed_where_its_siblings_are():
-    before = ("func SetCookie(name, value string, maxAge int, path, domain string, secure, httpOnly bool) {\n"
-              "\thttp.SetCookie(c.Writer, &http.Cookie{\n\t\tName:     name,\n\t\tValue:    value,\n"
-              "\t\tMaxAge:   maxAge,\n\t\tPath:     path,\n\t\tDomain:   domain,\n\t\tSecure:   secure,\n"
-              "\t\tHttpOnly: httpOnly,\n\t})\n}\n")
-    after = before.replace("domain string, secure", "domain string, sameSite http.SameSite, secure")
-    text, recent = edit(before, after)
+    text, recent = same_site_added("func SetCookie(name, value string, maxAge int, path, domain string, secure, "
+                                   "httpOnly bool) {\n"
+                                   "\thttp.SetCookie(c.Writer, &http.Cookie{\n\t\tName:     name,\n"
+                                   "\t\tValue:    value,\n\t\tMaxAge:   maxAge,\n\t\tPath:     path,\n"
+                                   "\t\tDomain:   domain,\n\t\tSecure:   secure,\n\t\tHttpOnly: httpOnly,\n\t})\n}\n")
     assert siblings.added_member(text, recent[-1], "go")[0] == "sameSite"
     c = one(siblings.find(text, recent, 0, "go"))
     assert (c.start, c.end, c.text) == (7, 7, "\t\tSameSite: sameSite,\n")   # the values' column kept
 
 
 def test_a_new_parameter_of_a_method_is_found_in_its_own_list_not_its_receivers():
-    before = ("func (c *Context) SetCookie(name, value string, path, domain string, secure bool) {\n"
-              "\thttp.SetCookie(c.Writer, &http.Cookie{\n\t\tName:   name,\n\t\tValue:  value,\n"
-              "\t\tPath:   path,\n\t\tDomain: domain,\n\t\tSecure: secure,\n\t})\n}\n")
-    after = before.replace("domain string, secure", "domain string, sameSite http.SameSite, secure")
-    text, recent = edit(before, after)
+    text, recent = same_site_added(COOKIE_METHOD)
     assert siblings.added_member(text, recent[-1], "go")[0] == "sameSite"
     c = one(siblings.find(text, recent, 0, "go"))
     assert (c.start, c.end, c.text) == (6, 6, "\t\tSameSite: sameSite,\n")
@@ -218,11 +224,7 @@ def test_nearest_first(lines_at, cursor, want):
 def test_a_candidate_turned_away_does_not_keep_out_another_at_its_lines():
     """The user's insertion repeated before `secure` elsewhere (`Secure: sameSite http.SameSite, secure,`) breaks
     the syntax there; dropped, it leaves room for the new field's line beside its siblings at the same place."""
-    before = ("func (c *Context) SetCookie(name, value string, path, domain string, secure bool) {\n"
-              "\thttp.SetCookie(c.Writer, &http.Cookie{\n\t\tName:   name,\n\t\tValue:  value,\n"
-              "\t\tPath:   path,\n\t\tDomain: domain,\n\t\tSecure: secure,\n\t})\n}\n")
-    after = before.replace("domain string, secure", "domain string, sameSite http.SameSite, secure")
-    text, recent = edit(before, after)
+    text, recent = same_site_added(COOKIE_METHOD)
     assert [c.kind for c in find(text, recent, 0, "go")] == ["repeat"]
     got = find(text, recent, 0, "go", admit=lambda c: "http.SameSite," not in c.text)
     assert [(c.kind, c.start, c.end, c.text) for c in got] == [("sibling", 6, 6, "\t\tSameSite: sameSite,\n")]

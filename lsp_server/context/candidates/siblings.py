@@ -5,6 +5,7 @@ sibling it follows, written as that sibling's line with the sibling's name repla
 spellings the line uses: `domain`, `Domain`, `DOMAIN`)."""
 from __future__ import annotations
 
+import os
 import re
 
 from ..edits import Hunk
@@ -63,8 +64,7 @@ def added_member(text: str, hunk: Hunk, language: str) -> tuple[str, list[str], 
     everywhere = set(NAME.findall(text))
     old_names = set(NAME.findall("\n".join(hunk.old)))
     if len(hunk.old) == len(hunk.new) == 1:   # a member put into a list on one line (a parameter)
-        a, b = hunk.old[0], hunk.new[0]
-        items = _items(b, next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b))))
+        items = _items(hunk.new[0], len(os.path.commonprefix([hunk.old[0], hunk.new[0]])))
         names = [_name(i, language) for i in items]
         new = [n for n in names if n and n not in old_names]
         if len(new) != 1 or len(names) < RUN + 1:
