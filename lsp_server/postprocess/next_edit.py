@@ -41,6 +41,7 @@ class Dropped(StrEnum):
     NO_MARGINS = "no_margins"
     DISAGREED = "disagreed"      # candidates were found, and the target wrote none of them
     NEW_CODE = "new_code"        # the user's last edit only added lines: no rewrite is asked
+    REPEATS = "repeats"          # it writes again a line that stands just above or below (`repeats_nearby`)
 
 
 # the model's top-2 logit gap where its answer first leaves the region's text, below which the edit is not
@@ -149,6 +150,22 @@ def breaks_syntax(document: str, edit: Edit, language: str) -> bool:
     return error_count(after_tree.root_node) > error_count(before_tree.root_node)
 
 
+NEARBY_LINES = 12   # how far from the edit a line it would write again is looked for
+
+
+def repeats_nearby(document: str, edit: Edit, recent: list[Hunk] = ()) -> bool:
+    """Whether the edit writes a line of code that already stands within NEARBY_LINES of it: a rewrite that copies
+    the lines shown above its region (imports, a comment block) back into it as new lines. Lines without a word
+    of some length (a brace, `break;`) repeat by nature and do not count, nor do the lines the user's recent edits
+    wrote: the same change on the next line of the same shape writes the user's line again."""
+    lines = keep_lines(document)
+    old = {x.strip() for x in keep_lines(edit.old_text)} | {x.strip() for h in recent for x in h.new}
+    around = lines[max(0, edit.start - NEARBY_LINES):edit.start] + lines[edit.end:edit.end + NEARBY_LINES]
+    near = {x.strip() for x in around}
+    return any(len(x) >= 10 and any(c.isalnum() for c in x) and x in near and x not in old
+               for x in (y.strip() for y in keep_lines(edit.text)))
+
+
 def proposal(document: str, region_start: int, region: str, answer: str, cut: bool, recent: list[Hunk],
              language: str, above: str = "") -> tuple[Edit | None, Dropped | None]:
     """The edit to propose (document lines), or None and why (`above`: see changed_lines)."""
@@ -168,6 +185,8 @@ def proposal(document: str, region_start: int, region: str, answer: str, cut: bo
         return None, Dropped.DELETION   # several lines gone: a rewrite that lost its way, or stopped early
     if undoes(old_text, text, recent):
         return None, Dropped.UNDO
+    if repeats_nearby(document, edit, recent):
+        return None, Dropped.REPEATS
     if breaks_syntax(document, edit, language):
         return None, Dropped.SYNTAX
     return edit, None

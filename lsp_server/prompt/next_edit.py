@@ -29,9 +29,14 @@ FENCE = {"python": "python", "typescript": "typescript", "javascript": "javascri
 
 SYSTEM = "You are a coding assistant in a code editor. You predict the user's next edit."
 
+# the user's turn opens with the instructions, the same in every ask: the prompt's head (`head_tokens`), whose
+# state the KV store keeps, so that an ask evaluates only what is its own (the edits, the code); it ends a line,
+# so the tokens of the whole prompt start with the head's own
+HEAD = ("I show you my latest edits to a file, then the lines just above the code to rewrite (to read, not to "
+        "write again), then the code to rewrite. Rewrite that code with the follow-up edits these changes require "
+        "elsewhere (every other line unchanged; if nothing else needs to change, the code as it is).\n\n")
 ASK = ("My latest edits to `{path}`:\n{t}diff\n{diff}{t}\n\n{above}"
-       "Rewrite the code below with the follow-up edits these changes require elsewhere (every other line "
-       "unchanged; if nothing else needs to change, the code as it is).\n\n{t}{fence}\n{region}{t}")
+       "The code to rewrite:\n{t}{fence}\n{region}{t}")
 
 _BACKTICKS = re.compile(r"`+")
 
@@ -87,10 +92,14 @@ class EditPrompt:
     @property
     def pieces(self) -> tuple[Piece, ...]:
         t, f = self.ticks, self.fence
-        above = f"The code above it:\n{t}{f}\n{self.above}{t}\n\n" if self.above else ""
-        user = ASK.format(path=self.path, diff=self.diff or "(none)\n", above=above, fence=f, region=self.region,
-                          t=t)
+        above = f"The lines just above the code to rewrite:\n{t}{f}\n{self.above}{t}\n\n" if self.above else ""
+        user = HEAD + ASK.format(path=self.path, diff=self.diff or "(none)\n", above=above, fence=f,
+                                 region=self.region, t=t)
         return chat(user, f"{t}{f}\n", system=SYSTEM)
+
+    def head_tokens(self, tokenizer: Tokenizer) -> list[int]:
+        """The tokens of the prompt's head (the same in every ask: see HEAD)."""
+        return head_tokens(tokenizer)
 
     @property
     def text(self) -> str:
@@ -136,6 +145,11 @@ class EditPrompt:
             hunks[-1] = keep_lines(hunks[-1])[0] + "".join(old) + "".join(new)
         shown = "".join(above)
         return replace(self, diff=head + "".join(hunks), above=shown if shown.strip() else "")
+
+
+def head_tokens(tokenizer: Tokenizer) -> list[int]:
+    """The tokens every next-edit prompt starts with: the system turn and the instructions (HEAD)."""
+    return tokens_of(chat(HEAD, "", system=SYSTEM)[:-4], tokenizer)   # up to the user's turn's end
 
 
 def _hunks(diff: str) -> tuple[str, list[str]]:

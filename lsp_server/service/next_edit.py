@@ -123,9 +123,11 @@ def rewrite(engine: Engine, text: str, line: int, diff: str, recent: list[Hunk],
     if fits is None:
         return Prediction(None, Dropped.TOO_LONG, None, 0, (p.start, p.end))
     p, tokens = fits
+    head = p.head_tokens(engine)
     req = GenerationRequest(tokens=tokens, max_tokens=max_tokens, stop=(p.ticks,), language=language,
                             speculative=speculative, time_budget_s=time_budget_s, rewrite_source=source,
-                            record_margins=True, settle=p.region if settles else "", sure=min_margin)
+                            record_margins=True, settle=p.region if settles else "", sure=min_margin,
+                            keep=len(head) if head and tokens[:len(head)] == head else 0)
     try:
         gen = engine.generate(req, cancel)
     except ContextFullError:   # the draft limit was raised since cfg was read (by another window's draftMax)

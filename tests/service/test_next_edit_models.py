@@ -111,6 +111,30 @@ def test_file_text_never_becomes_control_tokens(engine):
     assert clean.tokens(engine) == engine.tokenize(clean.text, special=True)
 
 
+def test_every_prompt_starts_with_the_head_the_kv_store_keeps(engine):
+    """The instructions come first and are the same in every ask: the real tokenizer gives every prompt the head's
+    tokens first (whatever the path, the edits and the code after them), and the rewrite's request keeps them."""
+    from lsp_server.engine import GenerationRequest
+    from lsp_server.prompt.next_edit import build_prompt, head_tokens
+    head = head_tokens(engine)
+    assert len(head) > 40
+    history = EditHistory(DOC)
+    history.record(DOC.replace("total", "sum_"))
+    for p in (build_prompt(DOC, 2, "", "orders.py", "python"),
+              build_prompt(DOC.replace("total", "sum_"), 1, history.diff("a b/ü.py"), "a b/ü.py", "python"),
+              build_prompt("```\n" + NOTE, 0, "@@ x\n", "<|im_end|>.md", "markdown")):
+        assert p.tokens(engine)[:len(head)] == head
+    asked = []
+    generate = engine.generate
+    engine.generate = lambda req, cancel=None: asked.append(req) or generate(req, cancel)
+    try:
+        rewrite(engine, DOC.replace("total", "sum_"), 1, history.diff("orders.py"), history.recent(), "orders.py",
+                "python", min_margin=0.0, **UNLIMITED)
+    finally:
+        del engine.generate
+    assert isinstance(asked[0], GenerationRequest) and asked[0].keep == len(head)
+
+
 def test_chat_markers_in_the_file_are_rewritten_as_text(engine, deterministic):
     """A comment that spells the chat's markers: with them as control tokens the model's copy of the comment
     ended its turn there, and the lines it never wrote were proposed as deleted."""

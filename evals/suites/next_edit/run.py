@@ -8,14 +8,19 @@ speculation and compares: the output must be identical, and tokens/s is set side
 
 Each case's window is the document (the suite keeps no more of the file); the cursor is the case's. Before each
 method's ask the engine's caches are emptied and the page of a completion at the cursor is evaluated, as the
-editor's completions there leave it: every method starts from the same state, and none from another's prompt."""
+editor's completions there leave it, with the next-edit prompt's head (its instructions, the same in every ask)
+held in the KV store, as any earlier ask leaves it: every method starts from the same state, and none from
+another's prompt. `before` asks with the prompt as it was worded then (its instructions after the edits, no head:
+`OldEditPrompt`)."""
 from __future__ import annotations
 
 import json
 import re
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 from lsp_server.context import Document
 from lsp_server.context.edits import Hunk, keep_lines
@@ -24,7 +29,9 @@ from lsp_server.engine import CUT_SHORT, GenerationRequest
 from lsp_server.pipeline import CompletionRequest, Pipeline
 from lsp_server.postprocess.next_edit import MIN_DEPARTURE_MARGIN, changed_lines, proposal
 from lsp_server.prompt.chat import chat, tokens_of
-from lsp_server.prompt.next_edit import FENCE, LINES_ABOVE, LINES_BELOW, answer_end, fence_ticks, region_lines
+from lsp_server.prompt.next_edit import (FENCE, LINES_ABOVE, LINES_BELOW, SYSTEM, EditPrompt, answer_end,
+                                         build_prompt, fence_ticks, head_tokens, region_lines)
+from lsp_server.service import next_edit as service_next_edit
 from lsp_server.service.next_edit import MAX_EXTRA_TOKENS, predict, rewrite
 from lsp_server.service.settings import Settings
 
@@ -87,6 +94,32 @@ def plain(engine, case: dict, above: int, below: int) -> tuple[dict | None, floa
 NO_TIME_LIMIT_S = 600.0
 
 
+OLD_ASK = ("My latest edits to `{path}`:\n{t}diff\n{diff}{t}\n\n{above}"
+           "Rewrite the code below with the follow-up edits these changes require elsewhere (every other line "
+           "unchanged; if nothing else needs to change, the code as it is).\n\n{t}{fence}\n{region}{t}")
+
+
+@dataclass(frozen=True)
+class OldEditPrompt(EditPrompt):
+    """The free rewrite's prompt as `before` (e895366) worded it: the instructions after the edits and the code,
+    no head kept."""
+
+    @property
+    def pieces(self):
+        t, f = self.ticks, self.fence
+        above = f"The code above it:\n{t}{f}\n{self.above}{t}\n\n" if self.above else ""
+        user = OLD_ASK.format(path=self.path, diff=self.diff or "(none)\n", above=above, fence=f,
+                              region=self.region, t=t)
+        return chat(user, f"{t}{f}\n", system=SYSTEM)
+
+    def head_tokens(self, tokenizer) -> list[int]:
+        return []
+
+
+def old_build_prompt(*args, **kwargs) -> OldEditPrompt:
+    return OldEditPrompt(**vars(build_prompt(*args, **kwargs)))
+
+
 def recent_of(case: dict) -> list[Hunk]:
     """The case's recent edits as the edit history keeps them: in the lines of the window, the document here."""
     return [Hunk(h.start - case["window_start"], h.old, h.new) for h in hunks_of(case["recent_edits"])]
@@ -106,6 +139,8 @@ def fresh(pipeline: Pipeline, case: dict) -> None:
         target.reset()
         if getattr(target, "store", None) is not None:
             target.store.clear()
+    head = head_tokens(engine)
+    engine.prewarm(head, keep=len(head))   # the page's prompt below overwrites it: the store keeps it
     line = case["cursor"]["line"]
     col = min(case["cursor"]["character"], len(keep_lines(case["before_window"])[line].rstrip("\n"))) \
         if line < len(keep_lines(case["before_window"])) else 0
@@ -139,8 +174,9 @@ def before(pipeline: Pipeline, case: dict, above: int = LINES_ABOVE, below: int 
         edit, _ = proposal(text, start, "".join(keep_lines(text)[start:end]), new_text, False, recent, language)
         if edit is not None:
             return {"start_line": edit.start, "end_line": edit.end, "text": edit.text}, time.monotonic() - t0, None
-    p = rewrite(pipeline.engine, text, line, case["recent_edits"], recent, case["path"], language, above=above,
-                below=below, time_budget_s=NO_TIME_LIMIT_S, settles=False, context_above=12)
+    with mock.patch.object(service_next_edit, "build_prompt", old_build_prompt):
+        p = rewrite(pipeline.engine, text, line, case["recent_edits"], recent, case["path"], language,
+                    above=above, below=below, time_budget_s=NO_TIME_LIMIT_S, settles=False, context_above=12)
     e = p.edit
     prop = None if e is None else {"start_line": e.start, "end_line": e.end, "text": e.text}
     return prop, time.monotonic() - t0, p
