@@ -15,7 +15,7 @@ from conftest import ROOT
 
 # what each part of lsp_server/ may import (besides itself): a request flows protocol -> service (pipeline) ->
 # context, prompt, engine, postprocess; prompt and postprocess read text with context's helpers; the engine and
-# context import no other stage
+# context import no other stage (the engine reads the package's version)
 ALLOWED = {
     "cli": {"bench", "protocol", "service", "pipeline", "context", "prompt", "engine", "postprocess", "lsp_server"},
     "bench": {"pipeline", "context", "prompt", "engine"},
@@ -25,7 +25,7 @@ ALLOWED = {
     "prompt": {"context"},
     "postprocess": {"context"},
     "context": set(),
-    "engine": set(),
+    "engine": {"lsp_server"},   # the package's version, which the shared engine's socket and handshake carry
     "lsp_server": set(),
 }
 
@@ -148,6 +148,7 @@ def test_the_tree_holds_no_measurement_dumps():
         if p.is_file():
             sizes["all"] += p.stat().st_size
             sizes[f.split("/")[0]] += p.stat().st_size
-    assert sizes["all"] < 3_000_000 and sizes["docs"] < 1_000_000, dict(sizes)
+    # the tree's code, tests and fixtures come to about 3 MB: a raw result file would show as a jump beyond this
+    assert sizes["all"] < 3_500_000 and sizes["docs"] < 1_000_000, dict(sizes)
     ledger = ROOT / "evals" / "results.jsonl"
     assert ledger.exists() and ledger.stat().st_size < 200_000

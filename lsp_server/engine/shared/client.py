@@ -2,11 +2,10 @@
 here (the model's vocabulary, without weights), everything the models do is asked of the engine process over
 its Unix socket. No engine process answers: one is started (under a lock, so two windows starting together
 start one), and the caller waits while it loads. It dies: each window is told once, and the next request starts
-a new one."""
+a new one. Only an engine of this server's version and model configuration is used (identity.py)."""
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import queue
@@ -29,48 +28,17 @@ from ..llama import ContextFullError, VocabularyFile
 from ..remote import RemoteModel
 from ..speculative import Generation, GenerationRequest
 from ..vocab import fim_tokens
-from . import wire
+from . import identity, wire
+from .identity import MAX_SOCKET_PATH, hello, runtime_dir, socket_path  # noqa: F401 (importers of client)
 
 START_WAIT_S = 600.0     # the models load in the engine process (a first calibration takes a while)
 CANCEL_POLL_S = 0.01     # how soon a cancel flag that is not a Cancel reaches the engine process
 CALL_WAIT_S = 30.0       # a quick question (what is cached) that takes longer: the engine is stuck
-MAX_SOCKET_PATH = 100    # bytes; longer runtime folders fall back to /tmp/tandem-UID
+ENGINE = [sys.executable, "-m", "lsp_server.cli.main", "engine"]   # the engine process (tests start a stand-in)
 
 
 class EngineDown(BackendError):
     """The engine process is gone (it died, or could not start)."""
-
-
-def runtime_dir() -> str:
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    path = os.path.join(base, "tandem") if base else f"/tmp/tandem-{os.getuid()}"
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    os.chmod(path, 0o700)
-    return path
-
-
-def socket_path(cfg: EngineConfig) -> str:
-    """One engine process per model configuration (what needs another load of the models to change) and runtime
-    folder: windows with the same models share it, others get their own."""
-    key = {k: v for k, v in asdict(cfg).items()
-           if k not in ("speculation", "draft_min", "draft_max", "kv_store_mib", "cache_reuse")}
-    key["target_path"] = os.path.abspath(cfg.target_path or str(registry.default_path(registry.DEFAULT_TARGET)))
-    key["cache"] = str(registry.cache_dir())
-    folder = runtime_dir()
-    key["runtime"] = folder
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    path = os.path.join(folder, f"engine-{digest}.sock")
-    if len(path.encode()) > MAX_SOCKET_PATH:   # a Unix socket's path has room for ~107 bytes
-        short = f"/tmp/tandem-{os.getuid()}"
-        os.makedirs(short, mode=0o700, exist_ok=True)
-        link, path = path, os.path.join(short, f"engine-{digest}.sock")
-        # where the socket would be, a link to it: `stop_all` of the runtime folder finds this engine too
-        if not os.path.islink(link):
-            try:
-                os.symlink(path, link)
-            except FileExistsError:
-                pass
-    return path
 
 
 class _Counters:
@@ -96,6 +64,7 @@ class SharedEngine:
                  path: str | None = None):
         self.cfg, self.log, self.idle_s = replace(cfg), log, idle_s
         self.path = path or socket_path(cfg)
+        self.ident = identity.of(cfg)
         target = cfg.target_path or str(registry.default_path(registry.DEFAULT_TARGET))
         if not os.path.exists(target):
             raise ModelFileError(f"{target}: target model not found; run `tandem models pull`")
@@ -106,6 +75,7 @@ class SharedEngine:
         self.warnings: list[str] = []
         self.records_margins = True   # the engine process's local engine records them
         self._notices: deque[str] = deque(maxlen=8)
+        self._told: set[int | None] = set()      # the engines of other versions it spoke of (once)
         self._lock = threading.Lock()            # one writer on the socket at a time
         self._state = threading.Lock()           # the connection, whether it is down, what waits on it
         self._ids = iter(range(1, 1 << 62))
@@ -139,12 +109,55 @@ class SharedEngine:
         return info
 
     def _try_connect(self) -> tuple[socket.socket, BinaryIO, dict] | None:
-        return _hello(self.path, CALL_WAIT_S)
+        link = hello(self.path, CALL_WAIT_S)
+        if link is None or identity.same(link[2], self.ident):
+            return link
+        # Another version or configuration at this server's own socket, whose name only servers of this version
+        # compute: one of them started it after the package on disk changed. Where no window uses it, it is stopped
+        # and this server starts its own (`_start` keeps that one whatever it says: it runs the code there is).
+        # Where windows use it, they are of this version too: stopping it would stop them, to start the same code.
+        sock, reader, info = link
+        if identity.other_windows(sock, reader, CALL_WAIT_S) == 0:
+            reader.close()
+            sock.close()
+            identity.stop(info.get("pid"), self.path)
+            self._tell(info, f"stopped the shared engine of {_named(info)} (pid {info.get('pid')}), which no "
+                             f"window used; this server is Tandem {self.ident['version']}")
+            return None
+        sock.settimeout(None)
+        return self._other_code(link)
+
+    def _other_code(self, link: tuple[socket.socket, BinaryIO, dict]) -> tuple[socket.socket, BinaryIO, dict]:
+        info, ours = link[2], self.ident["version"]
+        why = "another model configuration" if info.get("version") == ours else f"{_named(info)}, this server {ours}"
+        self._tell(info, f"the shared engine here runs {why}: Tandem changed on disk since this server started; "
+                         f"reload the window (or restart the editor)")
+        return link
+
+    def _tell(self, info: dict, msg: str) -> None:
+        """Once per engine process: in the log and to the user."""
+        if info.get("pid") not in self._told:
+            self._told.add(info.get("pid"))
+            self.log(msg)
+            self._notices.append(msg)
+
+    def _retire(self) -> None:
+        for info, others in identity.retire(runtime_dir(), self.ident, self.path):
+            if others == 0:
+                self._tell(info, f"stopped the shared engine of {_named(info)} (pid {info.get('pid')}), which no "
+                                 f"window used: an upgrade left it; this is Tandem {self.ident['version']}")
+            else:
+                serves = "windows" if others is None else f"{others} window(s)"
+                self._tell(info, f"the shared engine of {_named(info)} (pid {info.get('pid')}) still serves {serves} "
+                                 f"of that version: it holds its models until they have closed and its idle time ends")
 
     def _start(self) -> tuple[socket.socket, BinaryIO, dict]:
         logfile = os.path.join(os.path.dirname(self.path), os.path.basename(self.path)[:-5] + ".log")
-        cmd = [sys.executable, "-m", "lsp_server.cli.main", "engine", "--socket", self.path,
-               "--idle-exit", str(self.idle_s), "--config", json.dumps(asdict(self.cfg), default=list)]
+        self._retire()
+        # the target as `ident` names it: the engine process runs in /, where a relative path names another file
+        config = {**asdict(self.cfg), "target_path": os.path.abspath(self.target.path)}
+        cmd = [*ENGINE, "--socket", self.path, "--idle-exit", str(self.idle_s),
+               "--config", json.dumps(config, default=list)]
         self.log(f"starting the shared engine process (log: {logfile})")
         with open(logfile, "ab") as out:
             # cwd /: `python -m` puts the working folder first on sys.path, and a project may have its own lsp_server
@@ -154,9 +167,9 @@ class SharedEngine:
         threading.Thread(target=proc.wait, name="tandem-engine-reaper", daemon=True).start()
         t0, said = time.monotonic(), 0.0
         while time.monotonic() - t0 < START_WAIT_S:
-            if (link := self._try_connect()) is not None:
+            if (link := hello(self.path, CALL_WAIT_S)) is not None:
                 self.log(f"shared engine ready (pid {proc.pid}, {time.monotonic() - t0:.1f} s)")
-                return link
+                return link if identity.same(link[2], self.ident) else self._other_code(link)
             if proc.poll() is not None:
                 raise EngineDown(f"the engine process exited with {proc.returncode} while loading: "
                                  f"{_tail(logfile)}")
@@ -443,7 +456,7 @@ def stop_all(folder: str | None = None) -> list[int]:
     stopped = []
     for found in glob.glob(os.path.join(folder or runtime_dir(), "engine-*.sock")):
         # a link to a shorter path (`socket_path`); none that answers: gone already
-        if (link := _hello(os.path.realpath(found), 5.0)) is None:
+        if (link := hello(os.path.realpath(found), 5.0)) is None:
             continue
         sock, _, info = link
         try:
@@ -459,7 +472,7 @@ def stop_all(folder: str | None = None) -> list[int]:
 def probe(cfg: EngineConfig, timeout: float = 1.0) -> dict | None:
     """What the engine process of this configuration says of itself (`info`: pid, what it loaded), None where none
     answers; it starts none."""
-    link = _hello(socket_path(cfg), timeout)
+    link = hello(socket_path(cfg), timeout)
     if link is None:
         return None
     sock, reader, info = link
@@ -468,23 +481,8 @@ def probe(cfg: EngineConfig, timeout: float = 1.0) -> dict | None:
     return info
 
 
-def _hello(path: str, timeout: float) -> tuple[socket.socket, BinaryIO, dict] | None:
-    """A connection to the engine process at `path` that answers, its reading side, and what the process says of
-    itself (`info`); None where none answers within `timeout`. An engine process that was just killed may still
-    take a connection for a moment (its listening socket outlives the connections it served) and drop it
-    unanswered: a connection counts once `info` is answered on it."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.settimeout(timeout)
-        s.connect(path)
-        s.sendall(wire.dumps({"id": 0, "op": "info"}))
-        reader = s.makefile("rb")
-        info = wire.loads(reader.readline())["result"]
-        s.settimeout(None)
-        return s, reader, info
-    except (OSError, ValueError, KeyError, TypeError):
-        s.close()
-        return None
+def _named(info: dict) -> str:
+    return f"Tandem {info['version']}" if info.get("version") else "an earlier Tandem (it says no version)"
 
 
 def _tail(path: str, n: int = 600) -> str:

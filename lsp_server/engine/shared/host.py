@@ -2,7 +2,8 @@
 served on a Unix socket (mode 0600). Each window's server is a connection; a generation runs on a worker
 thread and streams its events back; a window's request cancels the other windows' background work (fills ahead,
 and generations nobody waits for: `Cancel.yields`), and of the jobs waiting for the models it goes first (`Turns`);
-the process exits after `idle_s` without a connection."""
+the process exits after `idle_s` without a connection. A window's server is told the version and model
+configuration the process was started with (`info`, identity.py)."""
 from __future__ import annotations
 
 import asyncio
@@ -16,7 +17,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 
 from ..cancel import Cancel
 from ..llama import ContextFullError
-from . import wire
+from . import identity, wire
 from .turns import FILL, REQUEST, Turns
 
 log = logging.getLogger("tandem.engine")
@@ -37,8 +38,9 @@ class _Conn:
 
 class EngineHost:
     def __init__(self, engine, path: str, idle_s: float, model: Executor | None = None,
-                 loaded_on: int | None = None):
+                 loaded_on: int | None = None, ident: dict | None = None):
         self.engine, self.path, self.idle_s = engine, path, idle_s
+        self.ident = ident or {}   # what it says it is: `identity.of` the configuration it was started with
         self.model = model or ThreadPoolExecutor(1, thread_name_prefix="tandem-model")
         # the threads that ran the models (loading them, then every job): one, or decoding slows (see above)
         self.model_threads = {loaded_on} if loaded_on is not None else set()
@@ -60,7 +62,8 @@ class EngineHost:
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
-        log.info("engine ready on %s (exits after %.0f s without a window)", self.path, self.idle_s)
+        log.info("engine of Tandem %s ready on %s (exits after %.0f s without a window)",
+                 self.ident.get("version", "?"), self.path, self.idle_s)
         stop = asyncio.Event()   # `tandem engine` stopped (stop_all): its socket goes with it
         self.loop.add_signal_handler(signal.SIGTERM, stop.set)
         try:
@@ -184,9 +187,9 @@ class EngineHost:
 
     def _info(self) -> dict:
         e = self.engine
-        return {"pid": os.getpid(), "target": e.target.path, "draft": e.draft.path if e.draft else None,
-                "n_ctx": e.cfg.n_ctx, "draft_max": e.cfg.draft_max, "loaded": e.loaded(),
-                "warnings": list(e.warnings), "draft_decision": e.draft_decision, "prompt_tok_s": e.prompt_tok_s}
+        return {**self.ident, "pid": os.getpid(), "target": e.target.path, "draft": e.draft.path if e.draft else None,
+                "n_ctx": e.cfg.n_ctx, "draft_max": e.cfg.draft_max, "loaded": e.loaded(), "warnings": list(e.warnings),
+                "draft_decision": e.draft_decision, "prompt_tok_s": e.prompt_tok_s}
 
     def _host_summary(self) -> dict:
         from ..engine import resident_mib
@@ -250,10 +253,11 @@ def serve(cfg, path: str, idle_s: float) -> None:
     def load():
         return LocalEngine(cfg, log=lambda m: log.info("%s", m)), threading.get_ident()
 
+    ident = identity.of(cfg)   # before the load, which may change what it was asked for
     model = ThreadPoolExecutor(1, thread_name_prefix="tandem-model")
     engine, loaded_on = model.submit(load).result()
     try:
-        asyncio.run(EngineHost(engine, path, idle_s, model, loaded_on).run())
+        asyncio.run(EngineHost(engine, path, idle_s, model, loaded_on, ident).run())
     finally:
         model.submit(engine.close).result()
         model.shutdown()
