@@ -29,6 +29,10 @@ def cmd_models(args) -> None:
             die(str(e), 1)
         return
     print(f"model cache: {registry.models_dir()}  (set TANDEM_CACHE_DIR to move it)")
+    try:
+        print(f"downloads with: {registry.downloader()}")
+    except ModelFileError as e:
+        print(f"downloads with: nothing: {e}")
     for spec in registry.DEFAULTS:
         _, state = registry.model_state(registry.default_path(spec), spec)
         print(f"  {spec.role:<7} {spec.filename:<44} {spec.size / 1e6:>7,.0f} MB  {state}")

