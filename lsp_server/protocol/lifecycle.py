@@ -31,13 +31,16 @@ def register(server: TandemServer) -> None:
         use_lsp_lines(ls.workspace)
         root = params.root_uri or (params.workspace_folders[0].uri if params.workspace_folders else None)
         ls.workspace_root = to_fs_path(root) if root else params.root_path
-        layers = Layers.load(ls.workspace_root, warn=lambda msg: ls.message(types.MessageType.Warning, msg))
-        for problem in layers.problems():
-            ls.message(types.MessageType.Error, f"config file ignored: {problem}")
+        options = _tandem_section(params.initialization_options)
+        trusted = not (isinstance(options, dict) and options.get("workspaceTrusted") is False)
+        layers = Layers.load(ls.workspace_root, warn=lambda msg: ls.message(types.MessageType.Warning, msg),
+                             trusted=trusted)
         try:
-            layers = layers.with_editor(_tandem_section(params.initialization_options))
+            layers = layers.with_editor(options)
         except SettingsError as e:
             ls.message(types.MessageType.Error, f"initializationOptions ignored: {e}")
+        for problem in layers.problems():
+            ls.message(types.MessageType.Error, f"setting ignored: {problem}")
         ls.layers, ls.settings = layers, layers.effective()
 
     @server.feature(types.INITIALIZED)
@@ -52,6 +55,8 @@ def register(server: TandemServer) -> None:
         except SettingsError as e:
             ls.message(types.MessageType.Error, f"configuration change ignored: {e}")
             return
+        for problem in set(layers.problems()) - set(ls.layers.problems()):   # said once, not at every change
+            ls.message(types.MessageType.Error, f"setting ignored: {problem}")
         new = layers.effective()
         old, ls.layers, ls.settings = ls.settings, layers, new
         if new.exclude != old.exclude:

@@ -84,8 +84,8 @@ def _engine(layers: Layers) -> dict:
 def report(layers: Layers, version: str) -> dict:
     """The report as data (`--json`, and `tandem/health` beside its text); `version` is the package's
     (`lsp_server.__version__`, which pyproject reads too)."""
-    problems = [Problem(p, "fix the file (or the editor's setting) it names; the layers below it apply meanwhile",
-                        True) for p in layers.problems()]
+    problems = [Problem(p, "fix the value in the file (or the editor's setting) it names; the other settings "
+                           "apply meanwhile", True) for p in layers.problems()]
     problems += [Problem(n, "set them in your own config.toml or the editor's settings", False) for n in layers.notes]
     settings = layers.effective()
     with ThreadPoolExecutor(2) as pool:   # the editors' --version runs while the CPU is measured

@@ -55,6 +55,7 @@ class OfferStats:
     early: int = 0        # answers shown early, their generation going on (candidates for completing)
     completed: int = 0    # ... whose generation then wrote more there: told (the protocol only if unchanged)
     early_kept: int = 0   # ... whose generation ended with what was shown, or was stopped (nothing said)
+    taken: int = 0        # a better answer told (offered or completed) that the client asked for again at its place
 
 
 def same_place(a: CompletionRequest, b: CompletionRequest) -> bool:
@@ -73,6 +74,7 @@ class Offers:
         self._shown: dict[str, Shown] = {}   # uri -> its latest answer from a short prompt (one per document)
         self._running: tuple[str, CompletionRequest, Job] | None = None
         self._early: dict[str, Early] = {}   # uri -> its latest answer shown early (one per document)
+        self._told: dict[str, tuple[CompletionRequest, str]] = {}   # uri -> the better answer told, and its place
         self.stats = OfferStats()
 
     def shown(self, uri: str, plan: Plan, answered_by: Plan, text: str) -> None:
@@ -88,6 +90,15 @@ class Offers:
     def forget(self, uri: str) -> None:
         self._shown.pop(uri, None)
         self._early.pop(uri, None)
+        self._told.pop(uri, None)
+
+    def asked_again(self, uri: str, req: CompletionRequest, text: str) -> None:
+        """The cache answered `text` at `req`'s place: where that is the better answer the client was told of, the
+        client took it up (`taken`: the clients' side of an offer, which the server cannot see otherwise)."""
+        told = self._told.get(uri)
+        if told is not None and same_place(told[0], req):
+            del self._told[uri]
+            self.stats.taken += text.rstrip() == told[1].rstrip()
 
     def early(self, uri: str, plan: Plan, job: Job, text: str) -> None:
         """An answer was shown early for `plan`'s place: `job` goes on writing it (see `finished`)."""
@@ -112,6 +123,7 @@ class Offers:
         if shown is not None and same_place(shown.request, e.request):
             shown.text = text   # what the client shows once it asks again: a page's offer is compared with it
         self.stats.completed += 1
+        self._told[uri] = (e.request, text)
         self.notify(uri, e.request)
         return True
 
@@ -178,6 +190,7 @@ class Offers:
     def offer(self, uri: str, shown: Shown, text: str) -> None:
         """The page's better answer is in the cache: tell the client to ask again."""
         self.stats.offered += 1
+        self._told[uri] = (shown.request, text)
         log.debug("offer at %s:%d: %r instead of %r", uri.rsplit("/", 1)[-1], shown.request.line + 1, text[:40],
                   shown.text[:40])
         self.notify(uri, shown.request)

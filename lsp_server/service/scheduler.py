@@ -161,6 +161,7 @@ class CompletionService:
             if hit == "":   # the model said the hole ends here (see _store_final)
                 return self._done(t0, Answer("", Source.CACHE, plan.mode.multiline, why="the code below follows"),
                                   lang)
+            self.offers.asked_again(uri, req, hit)
             return self._done(t0, Answer(hit, Source.CACHE, plan.mode.multiline), lang)
         lead: list[int] = []
         if self.too_far(plan) and not (superseded.done() or self.pipeline is not pipeline):

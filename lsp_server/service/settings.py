@@ -20,8 +20,10 @@ class SettingsError(ValueError):
     pass
 
 
-# settings of the editor clients themselves, which may come along with the server's
-CLIENT_KEYS = {"server_path", "trace", "debounce_ms", "keymaps", "log_level"}
+# settings of the editor clients themselves, which may come along with the server's; `workspaceTrusted: false`
+# (VS Code, in a workspace the user has not trusted) is the client's word that the workspace's tandem.toml is not
+# to be read (lifecycle.py)
+CLIENT_KEYS = {"server_path", "trace", "debounce_ms", "keymaps", "log_level", "workspace_trusted"}
 
 
 MIN_PROMPT_TOKENS = 128
@@ -30,6 +32,21 @@ MIN_PROMPT_TOKENS = 128
 # them, and the `languages` setting takes either spelling (VS Code's "typescriptreact" is the server's "tsx")
 EDITOR_LANGUAGE_IDS = {"typescriptreact": "tsx", "javascriptreact": "javascript", "shellscript": "bash",
                        "golang": "go", "py": "python", "plaintext": "text"}
+
+
+# the bounds of the size, count and time settings, from any layer: a value beyond them is a typo or a repository
+# pinning the user's memory, cores or the engine's life, never a machine this runs on
+BOUNDS = {
+    "context_size": (512, 131072), "threads": (0, 512), "engine_idle_minutes": (1, 24 * 60),
+    "kv_store_mib": (-1, 64 << 10), "max_file_bytes": (1, 256 << 20), "cache_reuse": (0, 4096),
+    "draft_min": (0, 64), "draft_max": (0, 64), "max_tokens": (1, 4096), "max_tokens_single_line": (1, 1024),
+    "time_budget_ms": (1, 60_000), "early_answer_ms": (0, 60_000), "early_line_ms": (0, 60_000),
+    "prefix_tokens": (1, 131072), "suffix_tokens": (0, 131072), "suffix_tokens_in_block": (0, 131072),
+    "suffix_tokens_at_rest": (0, 131072), "context_tokens": (0, 131072), "prompt_budget_ms": (-1, 60_000),
+    "fast_prefix_tokens": (1, 131072), "fast_context_tokens": (0, 131072), "fast_below_tokens": (0, 131072),
+    "fast_similar_tokens": (0, 131072), "warmup_pause_ms": (0, 60_000), "backend_timeout_ms": (1, 600_000),
+    "backend_max_in_flight": (1, 64),
+}
 
 
 @dataclass(frozen=True)
@@ -166,23 +183,67 @@ class Settings:
         return any(getattr(self, k) != getattr(other, k) for k in self.MODEL_KEYS)
 
     def merged(self, values: dict | None) -> "Settings":
-        """These settings with `values` applied; unknown keys and wrong types raise SettingsError."""
+        """These settings with `values` applied; unknown keys, wrong types and values out of bounds raise
+        SettingsError."""
         if not values:
             return self
         if not isinstance(values, dict):
             raise SettingsError(f"settings must be an object, not {type(values).__name__}")
-        known = {f.name: f for f in fields(self)}
         changes = {}
         for key, value in values.items():
             name = _snake(key)
-            if name in CLIENT_KEYS:
-                continue
-            if name not in known:
-                raise SettingsError(f"unknown setting {key!r}; known: {', '.join(sorted(map(camel, known)))}")
-            changes[name] = _coerce(name, value, getattr(self, name))
+            if name not in CLIENT_KEYS:
+                changes[name] = self.coerced(key, value)
         new = replace(self, **changes)
         new.check()
         return new
+
+    def merged_each(self, values: dict) -> tuple["Settings", list[str], dict[str, str]]:
+        """These settings with each of `values` that checks out applied, the others refused alone: the new
+        settings, the keys applied and {key: why} for the keys refused. A value that only fits with another of the
+        same values (draftMin beside a larger draftMax) is tried again once the others are in."""
+        refused, wanted = {}, {}
+        for key, value in values.items():
+            if _snake(key) in CLIENT_KEYS:
+                continue
+            try:
+                wanted[key] = self.coerced(key, value)
+            except SettingsError as e:
+                refused[key] = str(e)
+        try:
+            return self.merged(wanted), list(wanted), refused
+        except SettingsError:
+            pass
+        settings, applied, pending = self, [], dict(wanted)
+        while pending:
+            progress = False
+            for key in list(pending):
+                try:
+                    settings = settings.merged({key: pending[key]})
+                except SettingsError as e:
+                    refused[key] = str(e)
+                    continue
+                applied.append(key)
+                refused.pop(key, None)
+                del pending[key]
+                progress = True
+            if not progress:
+                break
+        return settings, applied, refused
+
+    def coerced(self, key: str, value):
+        """A value of setting `key` as the setting holds it (SettingsError: unknown, of the wrong type or out of
+        its bounds)."""
+        name = _snake(key)
+        known = {f.name for f in fields(self)}
+        if name not in known:
+            raise SettingsError(f"unknown setting {key!r}; known: {', '.join(sorted(map(camel, known)))}")
+        value = _coerce(name, value, getattr(self, name))
+        if name in BOUNDS:
+            lo, hi = BOUNDS[name]
+            if not lo <= value <= hi:
+                raise SettingsError(f"setting {camel(name)} {value}: out of its bounds, {lo} to {hi}")
+        return value
 
     def check(self) -> None:
         try:
@@ -255,6 +316,10 @@ def _coerce(name: str, value, current):
     elif isinstance(current, int):
         if isinstance(value, int) and not isinstance(value, bool):
             return value
+        if isinstance(value, float) and value.is_integer():   # 2.0: JSON's and TOML's spelling of 2
+            return int(value)
+        if isinstance(value, float):
+            raise SettingsError(f"setting {camel(name)}: expected a whole number, got {value!r}")
     elif isinstance(current, str):
         if isinstance(value, str):
             return value

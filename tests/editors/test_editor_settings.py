@@ -61,3 +61,35 @@ def test_the_log_level_is_what_the_server_reads_from_TANDEM_LOG():
 def test_the_extension_starts_for_the_servers_default_languages():
     events = manifest()["activationEvents"]
     assert events == [f"onLanguage:{lang.lsp_id}" for lang in DEFAULT_LANGUAGES]
+
+
+def test_integer_settings_are_integers_with_the_servers_bounds():
+    """VS Code's settings UI and its JSON validation refuse what the server would refuse: a fractional count, a size
+    beyond its bounds."""
+    from lsp_server.service.settings import BOUNDS
+    server = Settings()
+    for key, spec in properties().items():
+        if key in EXTENSION_ONLY:
+            continue
+        value = getattr(server, _snake(key))
+        if isinstance(value, int) and not isinstance(value, bool):
+            assert spec["type"] == "integer", key
+            if _snake(key) in BOUNDS:
+                assert (spec.get("minimum"), spec.get("maximum")) == BOUNDS[_snake(key)], key
+        else:
+            assert spec["type"] != "integer", key
+
+
+def test_a_workspace_cannot_choose_the_program_nor_in_an_untrusted_workspace_what_it_takes():
+    """serverPath is the user's machine's own: a workspace's settings.json cannot point it at a program it brings.
+    In a workspace not trusted, the settings a workspace's tandem.toml may only narrow are restricted (their
+    workspace values are not taken), beside the machine-scoped ones VS Code never takes from a workspace."""
+    from lsp_server.service.layers import LOWER_ONLY
+    props = properties()
+    assert props["serverPath"]["scope"] == "machine"
+    trust = manifest()["capabilities"]["untrustedWorkspaces"]
+    assert trust["supported"] == "limited" and trust["description"]
+    restricted = {k.removeprefix("tandem.") for k in trust["restrictedConfigurations"]}
+    narrowed = {k for k in props if _snake(k) in LOWER_ONLY + ("exclude", "languages", "enabled")}
+    assert {k for k in narrowed if props[k].get("scope") != "machine"} <= restricted
+    assert all(props[k].get("scope") != "machine" for k in restricted)

@@ -67,6 +67,21 @@ async def test_languages_toml_registers_a_command_that_exists():
         tandem = [s for s in lang["language-servers"] if isinstance(s, dict) and s["name"] == "tandem"]
         # completion, and the code action that brings a next edit
         assert tandem and tandem[0]["only-features"] == ["completion", "code-action"]
+        # a [[language]] replaces Helix's own list of servers: the sample keeps Helix's, Tandem last
+        assert lang["language-servers"][:-1] == HELIX_DEFAULT_SERVERS[lang["name"]], lang["name"]
+        assert lang["language-servers"][-1] == tandem[0]
+
+
+# Helix 25.07.1's own language servers for those languages (its runtime languages.toml), which merging the sample
+# must keep
+HELIX_DEFAULT_SERVERS = {
+    "python": ["ty", "ruff", "jedi", "pylsp"], "typescript": ["typescript-language-server"],
+    "tsx": ["typescript-language-server"], "javascript": ["typescript-language-server"],
+    "jsx": ["typescript-language-server"], "go": ["gopls", "golangci-lint-lsp"], "rust": ["rust-analyzer"],
+    "java": ["jdtls"], "c": ["clangd"], "cpp": ["clangd"], "c-sharp": ["omnisharp"],
+    "ruby": ["ruby-lsp", "solargraph"], "php": ["intelephense"], "lua": ["lua-language-server"],
+    "kotlin": ["kotlin-language-server"], "swift": ["sourcekit-lsp"], "scala": ["metals"],
+    "bash": ["bash-language-server"]}
 
 
 # what a user adds under [language-server.tandem] as `config` (the sample has none); Helix sends it as the

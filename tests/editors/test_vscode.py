@@ -116,6 +116,7 @@ console.log(JSON.stringify({
   selector: s.selectorLanguages(defaults, {}),
   more: s.selectorLanguages(defaults, { markdown: true, go: false, python: true, toml: false }),
   sent: s.userSettings((k) => inspected[k], Object.keys(inspected)),
+  untrusted: s.userSettings((k) => inspected[k], Object.keys(inspected), ["timeBudgetMs", "enabled"]),
 }));"""
     r = subprocess.run(["node", "-e", script], cwd=EXT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -124,6 +125,32 @@ console.log(JSON.stringify({
     assert out["defaults"] == ids and out["selector"] == ids
     assert out["more"] == ids + ["markdown"]   # a default turned off stays attached: the server says no for it
     assert out["sent"] == {"backend": "http://team:8080", "timeBudgetMs": 1200, "enabled": False}
+    # a workspace not trusted: its values of the restricted settings are left out, the user's own go
+    assert out["untrusted"] == {"backend": "http://team:8080", "timeBudgetMs": 900, "enabled": False}
+
+
+def test_the_server_is_never_a_program_the_workspace_holds(tmp_path):
+    """out/server-path.js in Node: with no serverPath set, a `tandem` in the workspace's .venv/bin is not run (opening
+    a folder must not run what came with it); ~/.local/bin's (pipx, uv tool) and PATH's are."""
+    npm("run", "build")
+    home, work, elsewhere = tmp_path / "home", tmp_path / "work", tmp_path / "bin"
+    for d in (home / ".local" / "bin", work / ".venv" / "bin", elsewhere):
+        d.mkdir(parents=True)
+    planted = work / ".venv" / "bin" / "tandem"
+    planted.write_text("#!/bin/sh\n")
+    planted.chmod(0o755)
+    script = f"""
+const {{ findServer }} = require({json.dumps(str(EXT / "out" / "server-path.js"))});
+const found = () => findServer("tandem", {json.dumps(str(elsewhere))}, {json.dumps(str(home))}) ?? null;
+const none = found();
+require("fs").writeFileSync({json.dumps(str(elsewhere / "tandem"))}, "#!/bin/sh\\n", {{ mode: 0o755 }});
+const onPath = found();
+require("fs").writeFileSync({json.dumps(str(home / ".local" / "bin" / "tandem"))}, "#!/bin/sh\\n", {{ mode: 0o755 }});
+console.log(JSON.stringify({{ none, onPath, local: found() }}));"""
+    r = subprocess.run(["node", "-e", script], cwd=work, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out == {"none": None, "onPath": str(elsewhere / "tandem"), "local": str(home / ".local" / "bin" / "tandem")}
 
 
 def test_a_next_edit_shows_the_lines_it_changes_beside_the_old_ones():
@@ -212,6 +239,10 @@ def test_in_a_real_vscode(tmp_path):
     assert out["from_editor"] == {"backend": {"value": backend.url, "origin": str(config)},
                                   "maxTokensSingleLine": {"value": out["editor_value"], "origin": "editor"}}, out
     assert len(out["block"]) >= 3, out   # the screenshot shows a block
+    # its first line was shown as soon as it was whole; the rest came as the better answer (tandem/betterCompletion),
+    # which VS Code asked for again and shows in place of the first, and the server counted taken
+    assert out["block_first"] and len(out["block_first"]) < len(out["block"]), out
+    assert out["taken"] is not None and out["taken"] >= 1, out
     # Show Health: the server's report in a document, which names the config file the settings came from
     assert out["health"] and any(str(config) in line for line in out["health"]), out
     assert out["debug_lines"] > 0, out   # tandem.logLevel reached the server as TANDEM_LOG

@@ -11,6 +11,7 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from conftest import FIXTURES
+from lsp_server.service.settings import Settings
 from lsp_helpers import (SERVER, blank_cursor, inline, open_doc, popup, raw_request, setting, start, stats,
                          type_text, wait_ready)
 
@@ -164,14 +165,17 @@ async def test_a_configuration_change_takes_effect(client: LanguageClient):
     assert setting(s, "maxTokensSingleLine")["value"] == 2
     assert s["records"][-1]["tokens"] <= 2
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {**OPTIONS, "maxTokensSingleLine": 40, "noSuchSetting": 1}}))
+        settings={"tandem": {**OPTIONS, "maxTokensSingleLine": 40, "noSuchSetting": 1, "maxTokens": 2.5}}))
     await asyncio.sleep(0.2)
-    assert any("noSuchSetting" in m.message for m in client.messages)
-    assert setting(await stats(client), "maxTokensSingleLine")["value"] == 2   # a bad change is not applied
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"tandem": {**OPTIONS, "maxTokensSingleLine": 40}}))
+    # each bad value is refused alone, named with its layer; the others apply
+    assert any("noSuchSetting" in m.message and "editor settings" in m.message for m in client.messages)
+    assert any("maxTokens" in m.message and "whole number" in m.message for m in client.messages)
+    s = await stats(client)
+    assert setting(s, "maxTokensSingleLine")["value"] == 40
+    assert setting(s, "maxTokens") == {"key": "maxTokens", "value": Settings().max_tokens, "origin": "default"}
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"tandem": OPTIONS}))
     await asyncio.sleep(0.2)
-    assert setting(await stats(client), "maxTokensSingleLine")["value"] == 40
+    assert setting(await stats(client), "maxTokens")["value"] == OPTIONS["maxTokens"]
 
 
 async def expect_error(coro, code: int, *words: str):
@@ -371,8 +375,10 @@ async def test_an_answer_shown_early_is_completed_once_its_generation_ends(clien
         assert note and note.uri == uri and note.version == 1, told
         assert (note.position.line, note.position.character) == (8, 8), told
         again = await inline(client, uri, pos)
-        assert (await stats(client, records=True))["records"][-1]["source"] == "cache"
+        s = await stats(client, records=True)
+        assert s["records"][-1]["source"] == "cache"
         assert len(again) > len(first) and again.startswith(first.rstrip()), (first, again)
+        assert s["offers"]["taken"] == before["taken"] + 1, s["offers"]   # the client took it up
     finally:
         waiting.cancel()
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(

@@ -101,3 +101,59 @@ async def test_a_bad_config_file_is_named_and_the_editor_s_settings_still_apply(
     finally:
         await client.shutdown_session()
         await client.stop()
+
+
+async def test_a_repository_s_tandem_toml_cannot_outweigh_its_user(tmp_path):
+    """A cloned repository's tandem.toml that would re-include the user's secret files, turn on a language the user
+    turned off, pin memory and keep the engine resident, and send the code elsewhere: only its harmless value and
+    what narrows the user's choices apply; the rest is refused, each named."""
+    url = f"http://127.0.0.1:{closed_port()}"
+    config = tmp_path / "tandem" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(f'exclude = ["*.secret"]\nlanguages = {{ markdown = false }}\ncontextSize = 2048\n'
+                      f'backend = "{url}"\n')
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "tandem.toml").write_text('exclude = ["vendor/"]\nlanguages = { markdown = true }\n'
+                                      'contextSize = 100000000\nkvStoreMiB = 60000\nengineIdleMinutes = 1000\n'
+                                      'backend = "http://elsewhere.example:80"\nmaxTokensSingleLine = 9\n'
+                                      'maxTokens = 2.5\n')
+    client = await ClientServerConfig(server_command=tandem_cmd() + ["serve"], server_env={
+        **os.environ, "XDG_CONFIG_HOME": str(tmp_path)}).start()
+    try:
+        await start(client, {}, root=repo)
+        await asyncio.sleep(0.3)
+        s = await stats(client)
+        ws = str(repo / "tandem.toml")
+        assert setting(s, "exclude") == {"key": "exclude", "value": ["*.secret", "vendor/"], "origin": ws}
+        assert setting(s, "languages")["value"] == {"markdown": False}
+        assert setting(s, "contextSize") == {"key": "contextSize", "value": 2048, "origin": str(config)}
+        assert setting(s, "backend") == {"key": "backend", "value": url, "origin": str(config)}
+        assert setting(s, "maxTokensSingleLine") == {"key": "maxTokensSingleLine", "value": 9, "origin": ws}
+        for key in ("kvStoreMiB", "engineIdleMinutes", "maxTokens"):
+            assert setting(s, key)["origin"] == "default", setting(s, key)
+        said = [m.message for m in client.messages]
+        for key in ("languages", "contextSize", "kvStoreMiB", "engineIdleMinutes", "backend", "maxTokens"):
+            assert any(ws in m and key in m for m in said), (key, said)
+        assert (await stats(client))["memory"]["rss_mib"]   # still up
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+async def test_a_workspace_the_editor_does_not_trust_has_no_say_over_stdio(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "tandem.toml").write_text("maxTokensSingleLine = 9\n")
+    client = await ClientServerConfig(server_command=tandem_cmd() + ["serve"], server_env={
+        **os.environ, "XDG_CONFIG_HOME": str(tmp_path)}).start()
+    try:
+        # VS Code in a workspace the user has not trusted (and a backend where nothing listens: no model loads)
+        await start(client, {"workspaceTrusted": False, "backend": f"http://127.0.0.1:{closed_port()}"}, root=repo)
+        await asyncio.sleep(0.3)
+        s = await stats(client)
+        assert setting(s, "maxTokensSingleLine") == {"key": "maxTokensSingleLine", "value": 40, "origin": "default"}
+        assert any("not trusted" in m.message and "tandem.toml" in m.message for m in client.messages)
+    finally:
+        await client.shutdown_session()
+        await client.stop()

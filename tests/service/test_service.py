@@ -54,7 +54,9 @@ def test_settings_merge_camel_and_snake_case():
 @pytest.mark.parametrize("bad, words", [({"maxTokens": "many"}, "expected int"),
                                         ({"noSuch": 1}, "unknown setting"),
                                         ({"draftMin": 9, "draftMax": 2}, "draft limits"),
-                                        ({"fastSimilarTokens": -1}, "fastSimilarTokens cannot be negative"),
+                                        ({"fastSimilarTokens": -1}, "fastSimilarTokens -1: out of its bounds"),
+                                        ({"contextSize": 10**8}, "contextSize 100000000: out of its bounds"),
+                                        ({"maxTokens": 2.5}, "expected a whole number"),
                                         ({"fastSimilarTokens": "many"}, "expected int"),
                                         ({"contextSize": 512, "maxTokens": 600}, "too small for maxTokens"),
                                         ("not an object", "must be an object")])

@@ -20,6 +20,8 @@ import { Whereabouts } from "./whereabouts";
 // tests/editors/test_editor_settings.py), less the extension's own; a change of one of those restarts the server
 let SETTINGS: string[] = [];
 const EXTENSION_ONLY = ["serverPath", "logLevel"];
+// the settings whose workspace values an untrusted workspace does not get (package.json's restrictedConfigurations)
+let RESTRICTED: string[] = [];
 let DEFAULT_LANGUAGES: string[] = [];
 let attached: string[] = [];   // the languages the running client's selector holds
 let selector: { language: string; scheme: string }[] = [];
@@ -50,10 +52,14 @@ const whereabouts = new Whereabouts({
 
 // what the user set, and nothing else: the server replaces its editor layer with this object each time, so a
 // setting removed here falls back to the user's config.toml, the workspace's tandem.toml or the default
+// In a workspace not trusted, the workspace's values of the restricted settings are left out, and the server is
+// told not to read the workspace's tandem.toml (workspaceTrusted).
 function settings(): Record<string, unknown> {
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
   const cfg = vscode.workspace.getConfiguration("tandem", folder);
-  return userSettings((key) => cfg.inspect(key), SETTINGS);
+  const trusted = vscode.workspace.isTrusted;
+  const out = userSettings((key) => cfg.inspect(key), SETTINGS, trusted ? [] : RESTRICTED);
+  return trusted ? out : { ...out, workspaceTrusted: false };
 }
 
 function languages(): string[] {
@@ -149,10 +155,9 @@ async function refresh(): Promise<void> {
 // the `tandem` command as the extension runs it, or why there is none
 function server(): { command?: string; why?: string } {
   const setting = vscode.workspace.getConfiguration("tandem").get<string>("serverPath") || "tandem";
-  const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
-  const command = findServer(setting, folders, process.env.PATH ?? "", os.homedir());
+  const command = findServer(setting, process.env.PATH ?? "", os.homedir());
   if (command) return { command };
-  return { why: setting === "tandem" ? "no `tandem` found (workspace .venv/bin, ~/.local/bin, PATH)"
+  return { why: setting === "tandem" ? "no `tandem` found (~/.local/bin, PATH)"
                                      : `tandem.serverPath ${setting} is not an executable file` };
 }
 
@@ -193,7 +198,7 @@ async function start(): Promise<void> {
     startError = undefined;
     // the server says when its state changes (loading, ready, error, on/off): shown at once, not at the next poll
     client.onNotification("tandem/status", onStatus);
-    client.onNotification("tandem/betterCompletion", (p) => whereabouts.better(p));
+    client.onNotification("tandem/betterCompletion", (p) => void whereabouts.better(p));
     // the server's messages as the client shows them, but one that says to pull the models gets the command
     // that runs here and the button that does it
     const running = command;
@@ -221,7 +226,13 @@ async function offerHelp(why: string): Promise<void> {
 
 async function act(pick: string | undefined): Promise<void> {
   if (pick === "Set Path") {
-    await vscode.commands.executeCommand("workbench.action.openSettings", "tandem.serverPath");
+    // a machine setting: in a remote window (SSH, a container, code-server) it lives in the remote's settings, and
+    // the user's own tab does not list it
+    if (vscode.env.remoteName) {
+      await vscode.commands.executeCommand("workbench.action.openRemoteSettings", { query: "tandem.serverPath" });
+    } else {
+      await vscode.commands.executeCommand("workbench.action.openSettings", "tandem.serverPath");
+    }
   } else if (pick === "Pull Models") {
     await pullModels();
   } else if (pick === "Choose Model") {
@@ -378,6 +389,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     .flatMap((section) => Object.keys(section.properties))
     .map((k) => k.replace(/^tandem\./, "")).filter((k) => !EXTENSION_ONLY.includes(k));
   DEFAULT_LANGUAGES = defaultLanguages(manifest.activationEvents);
+  RESTRICTED = (manifest.capabilities?.untrustedWorkspaces?.restrictedConfigurations ?? [])
+    .map((k: string) => k.replace(/^tandem\./, ""));
   context.subscriptions.push(output, shownChanged);
   context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider("tandem", {
     onDidChange: shownChanged.event,
@@ -430,6 +443,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await cfg.update("languages", languages, vscode.ConfigurationTarget.Global);
       await refresh();
     }),
+    // trusted now: the workspace's tandem.toml and its values of the restricted settings apply from the start
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void restart()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       // how the server runs, and which languages the client attaches to, are fixed when it starts
       const relaunch = EXTENSION_ONLY.some((k) => e.affectsConfiguration(`tandem.${k}`)) ||

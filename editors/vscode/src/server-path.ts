@@ -7,10 +7,11 @@ function executable(file: string): boolean {
   try { fs.accessSync(file, fs.constants.X_OK); return fs.statSync(file).isFile(); } catch { return false; }
 }
 
-// The server: the setting (a path, or a command looked up on PATH), else a `tandem` in the workspace's
-// virtual environment, ~/.local/bin (pipx, uv tool) or on PATH. A VS Code started from a desktop often has a
-// PATH without the user's shell additions, so the usual places are looked at too.
-export function findServer(setting: string, folders: string[], envPath: string, home: string): string | undefined {
+// The server: the setting (a path, or a command looked up on PATH; machine-scoped, so never a workspace's), else
+// a `tandem` in ~/.local/bin (pipx, uv tool) or on PATH. A VS Code started from a desktop often has a PATH without
+// the user's shell additions, so the usual place is looked at too. Never a program the workspace holds (its
+// `.venv/bin`): opening a folder must not run what came with it.
+export function findServer(setting: string, envPath: string, home: string): string | undefined {
   const bin = process.platform === "win32" ? "tandem.exe" : "tandem";
   const onPath = (name: string) => envPath.split(path.delimiter).filter(Boolean)
     .map((d) => path.join(d, name)).find(executable);
@@ -18,7 +19,7 @@ export function findServer(setting: string, folders: string[], envPath: string, 
     if (setting.includes("/") || setting.includes("\\")) return executable(setting) ? setting : undefined;
     return onPath(setting);
   }
-  const places = [...folders.map((f) => path.join(f, ".venv", "bin", bin)), path.join(home, ".local", "bin", bin)];
-  return places.find(executable) ?? onPath(bin);
+  const local = path.join(home, ".local", "bin", bin);
+  return executable(local) ? local : onPath(bin);
 }
 

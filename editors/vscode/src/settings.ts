@@ -16,10 +16,14 @@ export function userValue(s: Inspected | undefined): unknown {
   return s.workspaceFolderValue ?? s.workspaceValue ?? s.globalValue;
 }
 
-export function userSettings(inspect: (key: string) => Inspected | undefined, keys: string[]): Record<string, unknown> {
+// `untrusted`: the settings whose workspace values are not taken (a workspace not trusted: package.json's
+// restrictedConfigurations), only the user's own
+export function userSettings(inspect: (key: string) => Inspected | undefined, keys: string[],
+                             untrusted: string[] = []): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of keys) {
-    const v = userValue(inspect(key));
+    const s = inspect(key);
+    const v = untrusted.includes(key) ? s?.globalValue : userValue(s);
     if (v !== undefined) out[key] = v;
   }
   return out;

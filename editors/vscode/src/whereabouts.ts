@@ -61,14 +61,18 @@ export class Whereabouts implements vscode.Disposable {
   }
 
   // the server has a better suggestion where one was shown (the whole page's answer, where a short prompt's was
-  // shown): ask again while the document, its version and the cursor are as the server saw them; its cache answers
-  better(p: { uri: string; version: number; position: { line: number; character: number } }): void {
+  // shown, or the rest of an answer shown early): ask again while the document, its version and the cursor are as
+  // the server saw them; its cache answers. The suggestion shown is hidden first: VS Code's explicit trigger keeps
+  // the suggestion it shows when the new list differs (preserveCurrentCompletion), and the provider's own change
+  // event is proposed API only
+  async better(p: { uri: string; version: number; position: { line: number; character: number } }): Promise<void> {
     const editor = vscode.window.activeTextEditor;
     if (!editor || this.link.snoozed()) return;
     const doc = editor.document, pos = editor.selection.active;
     if (doc.uri.toString() !== p.uri || doc.version !== p.version || !editor.selection.isEmpty ||
         pos.line !== p.position?.line || pos.character !== p.position?.character) return;
-    void vscode.commands.executeCommand("editor.action.inlineSuggest.trigger");
+    await vscode.commands.executeCommand("editor.action.inlineSuggest.hide");
+    await vscode.commands.executeCommand("editor.action.inlineSuggest.trigger");
   }
 
   forget(uri: string): void {

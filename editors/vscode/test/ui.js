@@ -492,7 +492,8 @@ async function main() {
     note(`wrong serverPath: ${out.error_actions.join(", ")}`);
     // "Set Path" opens the setting; typed there, the path fixed restarts the server
     await page.click(`${toast} .monaco-button >> text=Set Path`);
-    const input = ".settings-editor .setting-item .monaco-inputbox input";
+    // a machine setting: code-server's window is a remote one, so the remote's settings open, filtered to it
+    const input = '.settings-editor .setting-item:has-text("Server Path") .monaco-inputbox input';
     try {
       await page.waitForSelector(input, { timeout: 30000 });
     } catch (e) {
@@ -617,11 +618,12 @@ async function main() {
     await new Promise((r) => setTimeout(r, 1000));
     out.views = await statsCounter(page, "views");
     note(`screens read away from the cursor: ${out.views}`);
-    // the same setting in VS Code's user settings: the editor's value wins; and for the block below, its whole
-    // generation at once (no early answer, no short prompt first)
+    // the same setting in VS Code's user settings: the editor's value wins; and for the block below, its first
+    // line answered as soon as it is whole (earlyAnswerMs 1), the rest once its generation ends, as a better
+    // answer (tandem/betterCompletion) that replaces the suggestion shown; no short prompt first
     out.editor_value = 32;
     await setSetting(page, "maxTokensSingleLine", out.editor_value, shot);
-    await setSetting(page, "earlyAnswerMs", 0, shot);
+    await setSetting(page, "earlyAnswerMs", 1, shot);
     await setSetting(page, "promptBudgetMs", -1, shot);
     out.user_settings = JSON.parse(fs.readFileSync(settingsFile, "utf8"));
     note(`user settings: ${JSON.stringify(out.user_settings)}`);
@@ -642,10 +644,12 @@ async function main() {
     await new Promise((r) => setTimeout(r, 300));
     await page.keyboard.press("Enter");
     out.block = [];
+    out.block_first = null;   // the first suggestion shown there (the early answer's line)
     // the block waited for until it stops growing (4 s the same, at least 3 lines), 60 s at most
     for (let t0 = Date.now(), same = 0, asked = false; Date.now() - t0 < 60000; ) {
       await new Promise((r) => setTimeout(r, 1000));
       const now = await ghostLines(page);
+      if (out.block_first === null && now.length) out.block_first = now;
       same = now.length && now.join("\n") === out.block.join("\n") ? same + 1 : 0;
       out.block = now;
       if (same >= 4 && now.length >= 3) break;
@@ -661,6 +665,8 @@ async function main() {
     out.ok = out.ok && out.block.length >= 3;
     await page.keyboard.press("Escape");
     await showStats(page);
+    out.taken = await statsCounter(page, "taken");
+    note(`block first shown: ${JSON.stringify(out.block_first)}; better answers taken: ${out.taken}`);
     out.from_editor = { backend: await statsSetting(page, "backend"),
                         maxTokensSingleLine: await statsSetting(page, "maxTokensSingleLine") };
     note(`with the user's VS Code setting: ${JSON.stringify(out.from_editor)}`);
