@@ -37,11 +37,11 @@ llama-server: install
 test: models llama-server
 	$(PY) -m pytest -q -p no:cacheprovider
 
-# the fast tier: every test without the `models` marker, with a model cache that holds nothing (a test that
-# would open a model fails here instead of loading one); no download, no llama-server; two workers
+# the fast tier: every test without the `models` or `slow` marker, with a model cache that holds nothing (a test
+# that would open a model fails here instead of loading one); no download, no llama-server; two workers
 check: install
 	rm -rf .check-cache && mkdir .check-cache
-	TANDEM_CACHE_DIR=$(CURDIR)/.check-cache $(PY) -m pytest -q -p no:cacheprovider -m "not models" -n 2
+	TANDEM_CACHE_DIR=$(CURDIR)/.check-cache $(PY) -m pytest -q -p no:cacheprovider -m "not models and not slow" -n 2
 
 # `tandem` as a command of its own (pipx, else uv tool): a wheel of this tree, with the llama-cpp-python wheel built
 # for this CPU; no development venv

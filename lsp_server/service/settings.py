@@ -40,11 +40,11 @@ BOUNDS = {
     "context_size": (512, 131072), "threads": (0, 512), "engine_idle_minutes": (1, 24 * 60),
     "kv_store_mib": (-1, 64 << 10), "max_file_bytes": (1, 256 << 20), "cache_reuse": (0, 4096),
     "draft_min": (0, 64), "draft_max": (0, 64), "max_tokens": (1, 4096), "max_tokens_single_line": (1, 1024),
-    "time_budget_ms": (1, 60_000), "early_answer_ms": (0, 60_000), "early_line_ms": (0, 60_000),
+    "time_budget_ms": (0, 600_000), "early_answer_ms": (0, 60_000), "early_line_ms": (0, 60_000),
     "prefix_tokens": (1, 131072), "suffix_tokens": (0, 131072), "suffix_tokens_in_block": (0, 131072),
     "suffix_tokens_at_rest": (0, 131072), "context_tokens": (0, 131072), "prompt_budget_ms": (-1, 60_000),
     "fast_prefix_tokens": (1, 131072), "fast_context_tokens": (0, 131072), "fast_below_tokens": (0, 131072),
-    "fast_similar_tokens": (0, 131072), "warmup_pause_ms": (0, 60_000), "backend_timeout_ms": (1, 600_000),
+    "fast_similar_tokens": (0, 131072), "warmup_pause_ms": (-1, 60_000), "backend_timeout_ms": (1, 600_000),
     "backend_max_in_flight": (1, 64),
 }
 

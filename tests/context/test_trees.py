@@ -2,6 +2,8 @@
 from the last tree, and every tree handed out is the one a fresh parse gives, broken code included."""
 import random
 
+import pytest
+
 from lsp_server.context.syntax import INCREMENTAL_BYTES, Trees, parse
 
 
@@ -64,6 +66,7 @@ def test_a_tree_after_an_edit_is_a_fresh_parse_s_where_the_code_is_broken_too():
     assert shape(trees.parse("m.cpp", after, "cpp")) == shape(parse(after, "cpp"))
 
 
+@pytest.mark.slow
 def test_typing_in_a_large_file_gives_the_trees_of_fresh_parses():
     rng = random.Random(3)
     python = "class A:\n    def f(self, xs):\n        total = 0\n        \n        return total\n"

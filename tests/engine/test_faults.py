@@ -108,12 +108,14 @@ def test_a_prompt_larger_than_the_context_is_cut_to_fit():
         s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {**options, "maxTokens": 300}}})
         s.open("file:///faults/big2.py", big + "\n")
         assert complete_at_blank(s, "file:///faults/big2.py", big + "\n").strip()
-        # one that cannot fit at all is refused with a clear message, and the last good setting stays
+        # one that cannot fit at all is refused alone with a clear message: it falls back to the layers below (the
+        # default), and the others of the change apply
         s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {**options, "maxTokens": 600}}})
         said = messages(s, wait_s=5)
         assert any("contextSize 512 is too small for maxTokens 600" in m for m in said), said
         stats = s.request("tandem/stats", {})["result"]
-        assert stats["ready"] and setting(stats, "maxTokens")["value"] == 300 and s.alive()
+        assert setting(stats, "maxTokens") == {"key": "maxTokens", "value": 256, "origin": "default"}, stats
+        assert setting(stats, "contextSize")["value"] == 512 and stats["ready"] and s.alive()
     finally:
         s.close()
 

@@ -38,6 +38,7 @@ def row(eval_prompt: str, truth: str, task_id: str = "block_completion_000007", 
     return r
 
 
+@pytest.mark.slow
 @needs_data
 def test_the_data_loads_with_unique_ids_and_splits_by_problem(tasks):
     assert len(tasks) == 14308 and len({t.task_id for t in tasks}) == len(tasks)
@@ -106,6 +107,7 @@ def test_outputs_compare_by_token_with_numbers_close_enough():
     assert same_output("yes No", "YES NO") and not same_output("abc", "ABC") and not same_output("nan", "0")
 
 
+@pytest.mark.slow
 def test_the_runner_scores_by_running_the_tests(tmp_path):
     add = Task("block_completion_1", "python", "block", "a, b = map(int, input().split())\n", "\nprint(s)\n",
                "s = a + b", [UnitTest("2 3", ["5"]), UnitTest("10 -1", ["9", "nine"])], "")
@@ -120,6 +122,7 @@ def test_the_runner_scores_by_running_the_tests(tmp_path):
     assert "not allowed" in box.score(future, "import os; os.system('true')").error
 
 
+@pytest.mark.slow
 @needs_data
 @pytest.mark.parametrize("lang", ["python", "cpp", "java"])
 def test_the_ground_truth_passes_its_tests_and_a_wrong_answer_fails(tasks, lang):
@@ -135,6 +138,7 @@ def test_the_ground_truth_passes_its_tests_and_a_wrong_answer_fails(tasks, lang)
     assert not wrong.passed and wrong.error.startswith(("compile error", "test 1")), wrong
 
 
+@pytest.mark.slow
 @needs_data
 def test_a_language_without_its_toolchain_is_left_out_with_why():
     if shutil.which("dotnet"):

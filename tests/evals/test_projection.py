@@ -155,6 +155,7 @@ def test_shadow_summary():
     assert row["first_token_right"] == round(18 / 19, 3)
 
 
+@pytest.mark.slow
 def test_bench_refuses_bad_cost_files_before_loading_models(tmp_path):
     r = subprocess.run(eval_cmd() + ["speed", "--costs", str(tmp_path / "none.json")], capture_output=True,
                        text=True, timeout=60)
