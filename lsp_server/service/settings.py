@@ -239,10 +239,7 @@ class Settings:
         if name not in known:
             raise SettingsError(f"unknown setting {key!r}; known: {', '.join(sorted(map(camel, known)))}")
         value = _coerce(name, value, getattr(self, name))
-        if name in BOUNDS:
-            lo, hi = BOUNDS[name]
-            if not lo <= value <= hi:
-                raise SettingsError(f"setting {camel(name)} {value}: out of its bounds, {lo} to {hi}")
+        _check_bounds(name, value)
         return value
 
     def check(self) -> None:
@@ -251,26 +248,15 @@ class Settings:
             self._backend().check()
         except (ValueError, BackendError) as e:
             raise SettingsError(str(e)) from None
-        for name in ("context_size", "max_tokens", "max_tokens_single_line", "prefix_tokens", "fast_prefix_tokens"):
-            if getattr(self, name) <= 0:
-                raise SettingsError(f"{name} must be positive")
+        for name in BOUNDS:
+            _check_bounds(name, getattr(self, name))
         if self.engine not in list(EngineKind):
             raise SettingsError(f"engine {self.engine!r}: choose from {', '.join(EngineKind)}")
-        if self.engine_idle_minutes <= 0:
-            raise SettingsError("engineIdleMinutes must be positive")
         for pattern in self.exclude:
             try:
                 pathspec.GitIgnoreSpec.from_lines([pattern])
             except ValueError as e:   # pathspec's pattern errors are ValueErrors
                 raise SettingsError(f"exclude: {pattern!r} is not a gitignore pattern ({e})") from None
-        if self.cache_reuse < 0:
-            raise SettingsError("cacheReuse must be 0 (off) or a number of tokens")
-        if self.kv_store_mib < -1:
-            raise SettingsError("kvStoreMiB must be -1 (automatic), 0 (no store) or a size in MiB")
-        if min(self.suffix_tokens, self.suffix_tokens_in_block, self.suffix_tokens_at_rest, self.context_tokens,
-               self.fast_context_tokens, self.fast_below_tokens, self.fast_similar_tokens) < 0:
-            raise SettingsError("suffixTokens, suffixTokensInBlock, suffixTokensAtRest, contextTokens, "
-                                "fastContextTokens, fastBelowTokens and fastSimilarTokens cannot be negative")
         # prompt budgets larger than the context are shrunk to fit it (the server says so when the models
         # load); the completion itself, its drafts and a minimal prompt must fit
         need = self.max_tokens + self.draft_max + MIN_PROMPT_TOKENS
@@ -302,6 +288,12 @@ def plain(value):
     if isinstance(value, dict):
         return dict(value)
     return value
+
+
+def _check_bounds(name: str, value) -> None:
+    if name in BOUNDS and not BOUNDS[name][0] <= value <= BOUNDS[name][1]:
+        lo, hi = BOUNDS[name]
+        raise SettingsError(f"setting {camel(name)} {value}: out of its bounds, {lo} to {hi}")
 
 
 def _coerce(name: str, value, current):
