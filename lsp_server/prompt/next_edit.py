@@ -21,7 +21,7 @@ from .chat import Piece, Tokenizer, chat, text_of, tokens_of
 
 LINES_ABOVE = 1      # of the region, above the cursor's line
 LINES_BELOW = 6      # of the region, below it (its every token is written again: its size is the rewrite's time)
-CONTEXT_ABOVE = 8    # lines above the region shown as context (not rewritten; evaluated afresh at every ask)
+CONTEXT_ABOVE = 4    # lines above the region shown as context (not rewritten; evaluated afresh at every ask)
 
 FENCE = {"python": "python", "typescript": "typescript", "javascript": "javascript", "go": "go", "rust": "rust",
          "java": "java", "c": "c", "cpp": "cpp", "csharp": "csharp", "ruby": "ruby", "php": "php", "lua": "lua",
@@ -93,7 +93,10 @@ class EditPrompt:
     def pieces(self) -> tuple[Piece, ...]:
         t, f = self.ticks, self.fence
         above = f"The lines just above the code to rewrite:\n{t}{f}\n{self.above}{t}\n\n" if self.above else ""
-        user = HEAD + ASK.format(path=self.path, diff=self.diff or "(none)\n", above=above, fence=f,
+        # the diff without its `---`/`+++` lines: they name the path the sentence already names, and every token
+        # of an ask is evaluated afresh
+        shown = "".join(_hunks(self.diff)[1])
+        user = HEAD + ASK.format(path=self.path, diff=shown or "(none)\n", above=above, fence=f,
                                  region=self.region, t=t)
         return chat(user, f"{t}{f}\n", system=SYSTEM)
 

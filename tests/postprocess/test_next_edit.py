@@ -101,11 +101,14 @@ def test_the_region_is_the_cursor_s_line_one_above_and_some_below():
     doc = "".join(f"x{i} = {i}\n" for i in range(40))
     p = build_prompt(doc, 20, "", "a.py", "python")
     assert (p.start, p.end) == (19, 27) and p.region == "".join(f"x{i} = {i}\n" for i in range(19, 27))
-    # eight lines above the region are shown as context, not rewritten; the answer's fence is opened
-    assert "```python\nx11 = 11\n" in p.text and "x18 = 18\n```" in p.text and "x10 = 10" not in p.text
+    # four lines above the region are shown as context, not rewritten; the answer's fence is opened
+    assert "```python\nx15 = 15\n" in p.text and "x18 = 18\n```" in p.text and "x14 = 14" not in p.text
     assert p.text.endswith("<|im_start|>assistant\n```python\n")
     # a last line without a newline is rewritten with one
     assert build_prompt("a = 1\nb = 2", 1, "", "a.py", "python").region == "a = 1\nb = 2\n"
+    # the diff is shown without its `---`/`+++` lines (the sentence names the path): each token is evaluated afresh
+    p = build_prompt(doc, 20, "--- a/a.py\n+++ b/a.py\n@@ -3 +3 @@\n-x2 = 1\n+x2 = 2\n", "a.py", "python")
+    assert "```diff\n@@ -3 +3 @@\n-x2 = 1\n+x2 = 2\n```" in p.text and "+++ b/a.py" not in p.text
 
 
 def test_departure_is_where_the_answer_leaves_the_region():
