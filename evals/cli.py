@@ -89,6 +89,14 @@ def cmd_next_edit(args) -> None:
     cli_main(args, load_engine)
 
 
+def cmd_gate_fit(args) -> None:
+    from evals.real.gate_fit import cli
+    try:
+        cli(args)
+    except (OSError, ValueError, KeyError) as e:
+        die(str(e), 1)
+
+
 def own_engine_argument(parser) -> None:
     parser.add_argument("--shared-engine", action="store_true",
                         help="the servers use this user's running shared engine (its KV store holds what earlier "
@@ -168,6 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the client asks for next edits as VS Code's does, 500 ms after the typing rests (on); "
                         "both: each body typed twice in one run, asks off and on interleaved, with what the asks "
                         "cost the line starts (default off)")
+    g.add_argument("--gate", choices=("off", "on", "both"),
+                   help="the confidence gate: off (suggestions eager), on (--gate-level), both: each body typed "
+                        "twice in one server, the setting changed between them, which first alternating (default: "
+                        "the server's own setting)")
+    g.add_argument("--gate-level", choices=("balanced", "quiet"), default="balanced",
+                   help="the suggestions level the gate runs at (default balanced)")
     r.set_defaults(func=cmd_replay)
 
     v = sub.add_parser("visits", parents=[common], help="open, jump, switch, return and type in real-size files "
@@ -209,6 +223,15 @@ def build_parser() -> argparse.ArgumentParser:
     next_edit_arguments(n)
     add_engine_options(n)
     n.set_defaults(func=cmd_next_edit, stats="")
+
+    f = sub.add_parser("gate-fit", help="fit the confidence gate and the predictor (lsp_server/service/gate.json, "
+                                        "predictor.json) on typing "
+                                        "sessions of the tune half with the gate off (replay --real N --half tune "
+                                        "--gate off --json ...)")
+    f.add_argument("runs", nargs="+", help="the replays' JSON files")
+    f.add_argument("--write", metavar="DIR", help="write gate.json and predictor.json into this folder (the "
+                                                  "package's: lsp_server/service)")
+    f.set_defaults(func=cmd_gate_fit, json="", record=False)
 
     b = sub.add_parser("speed", parents=[common], help="`tandem bench` with the lab's columns: a fixed draft-model "
                        "path, llama.cpp's own speculation, shadow acceptance and cost projections, servers")

@@ -36,8 +36,11 @@ class Target:
 class ScriptedEngine:
     def __init__(self, answer: Callable[[str], str], token_s: float = 0.0005, step_s: float = 0.002,
                  by_prompt: bool = False, strict_context: bool = False,
-                 fim_answer: Callable[[str, str], str] | None = None):
+                 fim_answer: Callable[[str, str], str] | None = None,
+                 margin: Callable[[str, int], float] | None = None):
         self.answer, self.token_s, self.step_s, self.by_prompt = answer, token_s, step_s, by_prompt
+        # (script, i) -> the margin of its i-th character (a token each); None: no margins, as a remote engine
+        self.margin = margin
         self.fim_answer = fim_answer
         # ContextFullError where prompt and output do not fit cfg.n_ctx, as the real loop raises it (off by default:
         # with one token a character, some completion tests' prompts of long lines do not fit)
@@ -122,6 +125,8 @@ class ScriptedEngine:
             else:
                 script = self.answer(self.detokenize(req.tokens) if self.by_prompt else req.left_text)
             out, reason = "", StopReason.EOG
+            margins: list[float] = []
+            ends: list[int] = []
             longest = max((len(x) for x in req.stop), default=0)
             t1 = time.perf_counter()
             for ch in script:
@@ -133,15 +138,19 @@ class ScriptedEngine:
                     reason = StopReason.LENGTH
                     break
                 time.sleep(self.step_s)
+                if self.margin is not None:
+                    margins.append(self.margin(script, len(margins)))
                 out, stopped = text_stop(req, out + ch, len(out), longest)
+                ends.append(len(out))
                 if stopped:
                     reason = stopped
                     break
                 if req.on_text:
-                    req.on_text(out, len(out))
+                    req.on_text(out, len(out), list(margins), list(ends))
             toks = self.tokenize(out)
             return Generation(out, toks, reason, len(req.tokens), reused, prompt_s, time.perf_counter() - t1,
-                              len(toks))
+                              len(toks), margins=margins if self.margin is not None else [],
+                              ends=ends if self.margin is not None else [])
 
     def tune(self, *args) -> None:
         pass

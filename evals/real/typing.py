@@ -80,6 +80,7 @@ class Tally:
     in_time_shown: int = 0      # ... with a non-empty suggestion
     in_time_right: int = 0      # ... whose first line was exactly what came next
     line_starts: int = 0
+    line_starts_shown: int = 0  # ... that showed ghost text
     line_start_ms: list[float | None] = field(default_factory=list)   # None: not answered within the wait
     line_start_right: int = 0
     line_start_seen: list[dict] = field(default_factory=list)   # what each line start showed, and what came next
@@ -165,7 +166,9 @@ class CarefulTypist:
         if shown:
             self.tally.in_time_shown += 1
             self.tally.in_time_right += bool(exact_lines(shown, rest))
-            self.tally.in_time_seen.append({"want": rest.split("\n")[0], "source": got[1], "got": shown})
+            self.tally.in_time_seen.append({"want": rest.split("\n")[0], "source": got[1], "got": shown,
+                                            "took": len(exact_lines(shown, rest)),
+                                            "confidence": self.r.last_confidence, "asked": self.r.last_asked})
         return shown
 
     async def _glance(self, pending, shown: str, rest: str):
@@ -196,8 +199,12 @@ class CarefulTypist:
                     got = self.r.result(pending[0], sent, at_pause=True)
                     t.line_start_ms.append((pending[0].done_at - sent) * 1000)
                     shown = got[0] if got else ""
+                    t.line_starts_shown += bool(shown)
                     t.line_start_right += bool(shown and exact_lines(shown, rest))
-                    seen.update(ms=round(t.line_start_ms[-1]), source=got[1] if got else None, got=shown)
+                    seen.update(ms=round(t.line_start_ms[-1]), source=got[1] if got else None, got=shown,
+                                took=len(exact_lines(shown, rest)) if shown else 0,
+                                confidence=self.r.last_confidence if shown else None,
+                                asked=self.r.last_asked if shown else None)
                 else:
                     self.r.cancel(pending[0], pending[1])
                     t.line_start_ms.append(None)
@@ -262,6 +269,8 @@ def figures(t: Tally) -> dict:
             "keys": t.keys, "requests": t.requests, "answered_in_time": t.in_time,
             "answered_in_time_shown": t.in_time_shown, "answered_in_time_right": t.in_time_right,
             "line_starts": t.line_starts, "line_starts_answered": len(answered),
+            "shown": t.in_time_shown + t.line_starts_shown,
+            "wrong_shown": t.in_time_shown + t.line_starts_shown - t.in_time_right - t.line_start_right,
             "line_starts_right": t.line_start_right,
             "line_start_p50_ms": p50_censored(t.line_start_ms),
             "line_start_answered_p50_ms": statistics.median(answered) if answered else None}
@@ -276,7 +285,8 @@ def body_modes(asks: str, n: int) -> tuple[str, ...]:
 
 async def type_project(server_cmd: list[str], project: Project, bodies: list[Body], options: dict | None,
                        cps: float, wait_s: float, log, asks: str = "off",
-                       first: int = 0) -> tuple[list[dict], dict, float | None, bool]:
+                       first: int = 0, gate: str = "", level: str = "balanced"
+                       ) -> tuple[list[dict], dict, float | None, bool]:
     """One server with the project as its workspace types the project's bodies, one file open at a time (each
     body once per mode; `first`: the run's count of bodies before these, for the modes' order); returns the
     sessions, the server's stats, its peak RSS and whether its shared engine was already running."""
@@ -286,7 +296,14 @@ async def type_project(server_cmd: list[str], project: Project, bodies: list[Bod
         replayer = Replayer(client, Counts(), 1.0, log)
         for n, b in enumerate(bodies):
             for mode in body_modes(asks, first + n):
-                out.append(await _type_one(client, replayer, project, b, cps, wait_s, log, mode, asks != "off"))
+                for gated in body_modes(gate, first + n) if gate else ("",):
+                    if gated:   # the gate off (eager) or on (`level`), as a user changes the setting
+                        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+                            settings={"tandem": {**(options or {}),
+                                                 "suggestions": level if gated == "on" else "eager"}}))
+                    session = await _type_one(client, replayer, project, b, cps, wait_s, log, mode, asks != "off",
+                                              gated)
+                    out.append(session)
         stats = await server_stats(client)
         peak = peak_rss_mb(client._server.pid, stats)
         was_running = engine_was_running(client._server.pid, stats)
@@ -294,7 +311,7 @@ async def type_project(server_cmd: list[str], project: Project, bodies: list[Bod
 
 
 async def _type_one(client, replayer: Replayer, project: Project, b: Body, cps: float, wait_s: float, log,
-                    mode: str, rest_after: bool) -> dict:
+                    mode: str, rest_after: bool, gated: str = "") -> dict:
     path = project.root / b.file
     text, start, _ = cut_lines(read_source(path), b.line, b.lines, b.indent)
     uri = path.resolve().as_uri()
@@ -313,16 +330,18 @@ async def _type_one(client, replayer: Replayer, project: Project, b: Body, cps: 
     if asks is not None:
         asks.closed()
     f = figures(typist.tally)
-    said = f" asks {mode}" if rest_after else ""
+    said = (f" asks {mode}" if rest_after else "") + (f" gate {gated}" if gated else "")
     log(f"  {b.key} ({b.language}, {b.lines} lines, {len(b.typed)} chars, {time.perf_counter() - t0:.0f} s{said}): "
         f"{f['from_ghost']} chars from ghost text, line starts answered {f['line_starts_answered']}/"
-        f"{f['line_starts']}, right {f['line_starts_right']}"
+        f"{f['line_starts']}, right {f['line_starts_right']}, shown {f['shown']} (wrong {f['wrong_shown']})"
         + (f", next-edit asks {asks.tally.sent}, proposals {asks.tally.proposals}" if asks else ""))
     client.text_document_did_close(types.DidCloseTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
     session = {"body": asdict(b), "tally": asdict(typist.tally), **f}
     if rest_after:
         session["asks"] = mode
+    if gated:
+        session["gate"] = gated
     if asks is not None:
         session["ask_tally"] = asdict(asks.tally)
         session.update(ask_figures(asks.tally))
@@ -330,7 +349,8 @@ async def _type_one(client, replayer: Replayer, project: Project, b: Body, cps: 
 
 
 async def run_real(projects: list[Project], bodies: list[Body], server_cmd: list[str], options: dict | None,
-                   cps: float = CPS, wait_s: float = WAIT_S, log=print, asks: str = "off") -> dict:
+                   cps: float = CPS, wait_s: float = WAIT_S, log=print, asks: str = "off", gate: str = "",
+                   level: str = "balanced") -> dict:
     sessions, peaks, servers, running, typed = [], [], {}, [], 0
     for p in projects:
         mine = [b for b in bodies if b.project == p.name]
@@ -338,7 +358,7 @@ async def run_real(projects: list[Project], bodies: list[Body], server_cmd: list
             continue
         log(f"{p.name}: {len(mine)} bodies")
         done, stats, peak, was_running = await type_project(server_cmd, p, mine, options, cps, wait_s, log, asks,
-                                                            first=typed)
+                                                            first=typed, gate=gate, level=level)
         typed += len(mine)
         sessions += done
         peaks.append(peak)
@@ -348,6 +368,19 @@ async def run_real(projects: list[Project], bodies: list[Body], server_cmd: list
         servers[p.name] = {k: stats.get(k) for k in ("tok_s", "by_source", "suggestions", "latency_ms", "next_edit")}
         servers[p.name]["cursor_moves"] = (stats.get("fill") or {}).get("cursor_moves")   # the moves it took
     out = {"cps": cps, "wait_s": wait_s, "options": options or {}, "asks_mode": asks}
+    if gate == "both":   # the gate off and on, side by side: what it costs and what it saves
+        out.update(gate_mode=gate, gate_level=level)
+        by_gate = {mode: summarise([s for s in sessions if s.get("gate") == mode]) for mode in ("off", "on")}
+        out["by_mode"] = by_gate
+        out["cost"] = {k: _change(by_gate["off"]["total"][k], by_gate["on"]["total"][k])
+                       for k in ("line_start_p50_ms", "line_start_answered_p50_ms", "shown", "wrong_shown",
+                                 "from_ghost")}
+        out["summary"] = {f"gate_{m}": v["total"] for m, v in by_gate.items()}
+        out.update({"peak_rss_mb": max((p for p in peaks if p), default=None), "engine_was_running": running,
+                    "servers": servers, "sessions": sessions})
+        return out
+    if gate:
+        out.update(gate_mode=gate, gate_level=level)
     by_mode = {mode: summarise([s for s in sessions if s.get("asks", "off") == mode])
                for mode in (("off", "on") if asks == "both" else (asks,))}
     if asks == "both":
@@ -386,22 +419,27 @@ def print_real(r: dict, out=sys.stdout) -> None:
         return f"> {r['wait_s']:.0f} s" if v is None else f"{v:,.0f} ms"
 
     asks = r.get("asks_mode", "off")
+    gate = r.get("gate_mode", "")
+    both = asks == "both" or gate == "both"
     bodies = len({(s["body"]["project"], s["body"]["file"], s["body"]["line"]) for s in r["sessions"]})
     print(f"typing in real files: {bodies} function bodies, {r['cps']:g} characters a second, "
           f"waiting up to {r['wait_s']:g} s at line starts, accepting only exact lines"
-          + {"on": "; next-edit asks on", "both": "; each typed twice, next-edit asks off and on"}.get(asks, ""),
+          + {"on": "; next-edit asks on", "both": "; each typed twice, next-edit asks off and on"}.get(asks, "")
+          + {"on": f"; suggestions {r.get('gate_level')}", "off": "; suggestions eager",
+             "both": f"; each typed twice, suggestions eager (gate off) and {r.get('gate_level')} (on)"}.get(gate, ""),
           file=out)
-    for mode, part in (r["by_mode"].items() if asks == "both" else [(asks, r)]):
-        if asks == "both":
-            print(f"next-edit asks {mode}:", file=out)
+    label = "the gate" if gate == "both" else "next-edit asks"
+    for mode, part in (r["by_mode"].items() if both else [(asks, r)]):
+        if both:
+            print(f"{label} {mode}:", file=out)
         print(f"{'':12} {'chars':>6} {'ghost':>6} {'share':>6} {'in time':>8} {'shown':>6} {'right':>6} "
-              f"{'starts':>7} {'answ.':>6} {'right':>6} {'p50':>9}", file=out)
+              f"{'starts':>7} {'answ.':>6} {'right':>6} {'p50':>9} {'shown':>6} {'wrong':>6}", file=out)
         for name, f in list(part["by_language"].items()) + [("all", part["total"])]:
             share = "-" if f["from_ghost_share"] is None else f"{100 * f['from_ghost_share']:.1f}%"
             print(f"{name:12} {f['chars']:6d} {f['from_ghost']:6d} {share:>6} {f['answered_in_time']:8d} "
                   f"{f['answered_in_time_shown']:6d} {f['answered_in_time_right']:6d} {f['line_starts']:7d} "
-                  f"{f['line_starts_answered']:6d} {f['line_starts_right']:6d} {ms(f['line_start_p50_ms']):>9}",
-                  file=out)
+                  f"{f['line_starts_answered']:6d} {f['line_starts_right']:6d} {ms(f['line_start_p50_ms']):>9} "
+                  f"{f['shown']:6d} {f['wrong_shown']:6d}", file=out)
         a = part.get("next_edit_asks")
         if a:
             print(f"  next-edit asks {a['asks_sent']} ({a['asks_cancelled']} cancelled by the typing), answered "
@@ -409,7 +447,15 @@ def print_real(r: dict, out=sys.stdout) -> None:
                   f"answer p50 {ms(a['answer_ms_p50']) if a['answer_ms_p50'] is not None else '-'}, proposal p50 "
                   f"{ms(a['proposal_ms_p50']) if a['proposal_ms_p50'] is not None else '-'}", file=out)
     print("  (in time: answered before the next key, line starts apart; right: its first line exactly what came "
-          "next; p50: line starts, an unanswered one counted slower than any)", file=out)
+          "next; p50: line starts, an unanswered one counted slower than any; shown, wrong: every suggestion "
+          "seen, in time or at a line start, and those whose first line was not what came next)", file=out)
+    if gate == "both":
+        for key, what, fmt in (("wrong_shown", "wrong suggestions shown", str), ("shown", "suggestions shown", str),
+                               ("from_ghost", "characters from ghost text", str),
+                               ("line_start_p50_ms", "line starts p50", ms)):
+            c = r["cost"][key]
+            change = "-" if c["change"] is None else f"{100 * c['change']:+.1f} %"
+            print(f"{what}: gate off {fmt(c['off'])}, on {fmt(c['on'])}: {change}", file=out)
     if asks == "both":
         for key, what in (("line_start_p50_ms", "p50"), ("line_start_answered_p50_ms", "answered p50")):
             c = r["cost"][key]
@@ -435,7 +481,9 @@ def cli(args) -> dict:
     cmd = server_command(args)
     options = json.loads(args.options) if args.options else {}
     asks = getattr(args, "next_edit_asks", "off")
-    result = asyncio.run(run_real(projects, bodies, cmd, options, args.cps, args.wait, log, asks))
+    gate = getattr(args, "gate", "") or ""
+    level = getattr(args, "gate_level", "balanced")
+    result = asyncio.run(run_real(projects, bodies, cmd, options, args.cps, args.wait, log, asks, gate, level))
     result.update(half=args.half, seed=args.seed)
     print_real(result)
     if args.json:

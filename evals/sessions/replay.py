@@ -192,6 +192,8 @@ class Replayer:
         self.patience = patience   # None: wait for every answer at a pause; else at most this or the pause
         self._ids = 0
         self.typist: Typist | None = None
+        self.last_confidence: dict | None = None   # the gate's verdict on the last answer read (its command's)
+        self.last_asked: dict | None = None        # ... and the predictor's, before it was generated
 
     async def request(self, uri: str, text: str, offset: int) -> tuple[asyncio.Future, str, float]:
         self._ids += 1
@@ -245,10 +247,12 @@ class Replayer:
             return None
         items = res.items if isinstance(res, types.InlineCompletionList) else (res or [])
         text = items[0].insert_text if items else ""
-        source = "empty"
+        source, self.last_confidence, self.last_asked = "empty", None, None
         if items and items[0].command and items[0].command.arguments:
             arg = items[0].command.arguments[0]
             source = arg.get("source", "model") if isinstance(arg, dict) else getattr(arg, "source", "model")
+            self.last_confidence = arg.get("confidence") if isinstance(arg, dict) else None
+            self.last_asked = arg.get("asked") if isinstance(arg, dict) else None
         latency = (fut.done_at - sent) * 1000 if hasattr(fut, "done_at") else None
         self.c.answered += 1
         self.c.empty += not text

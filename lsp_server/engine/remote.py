@@ -368,7 +368,7 @@ class RemoteEngine:
                             out.reason = reason
                             break   # leaving the stream closes it: the server stops generating
                         if req.on_text is not None:
-                            req.on_text(out.text, len(out.tokens) or len(self.vocab.tokenize(out.text)))
+                            req.on_text(out.text, len(out.tokens) or len(self.vocab.tokenize(out.text)), [], [])
                         if req.time_budget_s is not None and t_gen is not None \
                                 and time.perf_counter() - t_gen > req.time_budget_s:
                             out.reason = "time"

@@ -60,7 +60,9 @@ class GenerationRequest:
     left_text: str = ""            # the text before the generation point, for structural drafters
     fixed_model_draft: int = 0     # >0: always draft this many tokens with the draft model, like
                                    # llama.cpp's fixed --draft settings (a comparison, not the controller)
-    on_text: Callable[[str, int], None] | None = None   # (text so far, tokens so far) after each verify step
+    # after each verify step: the text so far, its tokens' count, their margins (empty unless record_margins) and
+    # where each token's text ends in it (a completion's gate reads how sure each part of the text was)
+    on_text: Callable[[str, int, list[float], list[int]], None] | None = None
     # (prompt tokens, reused, of those restored from the KV store, seconds) after prefill
     on_prompt: Callable[[int, int, int, float], None] | None = None
     single_line: bool = False      # stop at the end of the first line that has text (leading newlines pass)
@@ -108,6 +110,7 @@ class Generation:
     steps: int
     drafters: dict[str, DrafterCount] = field(default_factory=dict)
     margins: list[float] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)   # where each token's text ends in `text`
     near_ties: int = 0            # verify rows decided again by one-token decoding
     prompt_restored: int = 0      # of the reused prompt tokens, those whose state came back from the KV store
     prompt_computed: int = 0      # prompt tokens actually evaluated (a cancelled prefill stops part way)
@@ -132,6 +135,7 @@ class _Output:
         self.target, self.req = target, req
         self.tokens: list[int] = []
         self.margins: list[float] = []
+        self.ends: list[int] = []
         self.raw = bytearray()
         self.text = ""
         self._longest_stop = max((len(s) for s in req.stop), default=0)
@@ -147,6 +151,7 @@ class _Output:
         self.raw += self.target.piece(tok)
         self.text, reason = text_stop(self.req, self.raw.decode("utf-8", errors="ignore"), before,
                                       self._longest_stop)
+        self.ends.append(len(self.text))
         if reason:
             return reason
         if self._departure_open:
@@ -351,7 +356,7 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
         if reason:
             break
         if req.on_text is not None:
-            req.on_text(out.text, len(out.tokens))
+            req.on_text(out.text, len(out.tokens), list(out.margins), list(out.ends))
         tok, last_gap = next_tok, margins[-1]
         margin = last_gap if record else None
         if req.observer is not None:
@@ -362,7 +367,7 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
     t_end = time.perf_counter()
     return Generation(text=out.text, tokens=out.tokens, stop_reason=reason, prompt_tokens=len(req.tokens),
                       prompt_reused=reused, prompt_s=t_gen - t0, gen_s=t_end - t_gen - paused, steps=steps,
-                      drafters=counts, margins=out.margins, near_ties=near_ties, prompt_restored=restored,
+                      drafters=counts, margins=out.margins, ends=out.ends, near_ties=near_ties, prompt_restored=restored,
                       prompt_computed=computed, verify_s=verify_s, model_draft_s=model_draft_s)
 
 

@@ -53,8 +53,6 @@ async def answer(ls: TandemServer, uri: str, pos: types.Position, invoked: bool 
     finally:
         svc = ls.service
         ls.push_status("error" if svc.load_error else "ready" if svc.ready else "loading", svc.load_error or "")
-    if ans.text:
-        ls.service.count_shown()
     return ans, doc, line, col
 
 
@@ -69,6 +67,17 @@ def offer_better(ls: TandemServer, uri: str, req) -> None:
     pos = types.Position(line=req.line, character=doc.position_codec.client_num_units(line[:req.col]))
     ls.protocol.notify("tandem/betterCompletion", {"uri": uri, "version": doc.version,
                                                    "position": {"line": pos.line, "character": pos.character}})
+
+
+def accepted_args(uri: str, ans: Answer) -> dict:
+    """What an item's accept command tells the server back: the answer's size and source, and where it was
+    scored, the gate's verdict (its score and what it read: the client passes it back untouched)."""
+    out = {"uri": uri, "chars": len(ans.text), "source": str(ans.source)}
+    if ans.confidence is not None:
+        out["confidence"] = ans.confidence
+    if ans.asked is not None:
+        out["asked"] = ans.asked
+    return out
 
 
 def label_for(text: str) -> str:
@@ -102,8 +111,7 @@ def register(server: TandemServer) -> None:
         return types.InlineCompletionList(items=[types.InlineCompletionItem(
             insert_text=ans.text, range=here,
             command=types.Command(title="Tandem: accepted", command=ACCEPT_COMMAND,
-                                  arguments=[{"uri": params.text_document.uri, "chars": len(ans.text),
-                                              "source": str(ans.source)}]))])
+                                  arguments=[accepted_args(params.text_document.uri, ans)]))])
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION,
                     types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS, resolve_provider=False))
@@ -124,7 +132,6 @@ def register(server: TandemServer) -> None:
             insert_text_format=types.InsertTextFormat.PlainText,
             text_edit=types.TextEdit(range=types.Range(start=start, end=params.position), new_text=new_text),
             command=types.Command(title="Tandem: accepted", command=ACCEPT_COMMAND,
-                                  arguments=[{"uri": params.text_document.uri, "chars": len(ans.text),
-                                              "source": str(ans.source)}]))
+                                  arguments=[accepted_args(params.text_document.uri, ans)]))
         # incomplete: the next keystroke asks again, which the typing-through cache answers at once
         return types.CompletionList(is_incomplete=True, items=[item])

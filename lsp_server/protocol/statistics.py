@@ -1,5 +1,5 @@
-"""tandem/stats and tandem/document (requests: what the server holds), tandem/didShow, tandem/didAccept and
-tandem/didPartiallyAccept (notifications), and the tandem.accepted command that inline items carry, so an editor
+"""tandem/stats and tandem/document (requests: what the server holds), tandem/didShow, tandem/didAccept,
+tandem/didPartiallyAccept and tandem/didDismiss (notifications), and the tandem.accepted command that inline items carry, so an editor
 can report what the user took."""
 from __future__ import annotations
 import hashlib
@@ -37,7 +37,8 @@ def _chars(params) -> int:
 
 
 def _accepted(ls: TandemServer, params) -> None:
-    ls.service.count_accepted(_chars(params))
+    uri = _get(params, "uri")
+    ls.service.count_accepted(_chars(params), uri if isinstance(uri, str) else None)
 
 
 def register(server: TandemServer) -> None:
@@ -84,6 +85,13 @@ def register(server: TandemServer) -> None:
         """{"uri", "chars"}: the user took the next word or line of a suggestion (VS Code's accept next
         word / line); `accepted` still counts the suggestion if the rest is taken too."""
         ls.service.count_partly_accepted(_chars(params))
+
+    @server.feature("tandem/didDismiss")
+    def did_dismiss(ls: TandemServer, params=None):
+        """{"uri"}: the user dismissed the suggestion shown (Esc); edits that type over one count by
+        themselves."""
+        uri = _get(params, "uri")
+        ls.service.outcomes.dismissed(uri if isinstance(uri, str) else None)
 
     @server.command(ACCEPT_COMMAND)
     def accepted_command(ls: TandemServer, *args):

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..engine import registry
 from ..engine.config import EngineKind, GpuMode
 from ..engine.machine import LlamaBuild, llama_build, machine_speed
+from .gate import MEANS
 from .installed import editors_found
 from .layers import DEFAULT, EDITOR, Layers, user_config, workspace_config
 
@@ -108,6 +109,8 @@ def report(layers: Layers, version: str) -> dict:
                       "gpu": settings.gpu.value, "runs_on": _gpu(build, settings.gpu)},
         "models": {"cache": str(registry.models_dir()), "files": models},
         "engine": engine,
+        "suggestions": {"level": settings.suggestions.value, "means": MEANS[settings.suggestions],
+                        "gated": not settings.backend},
         "machine": speed,
         "editors": [e.as_dict() for e in found],
         "config_files": [{"path": str(p), "exists": p.is_file(), "used": str(p) in used} for p in files],
@@ -139,6 +142,9 @@ def render(r: dict) -> str:
              f"  machine       {r['machine']['cpu']}, {r['machine']['cores']} cores, {r['machine']['gflops']} GFLOPS "
              f"(float32 matrix products)",
              f"  engine        {_engine_line(r['engine'])}",
+             f"  ghost text    suggestions: {r['suggestions']['level']}, " + (
+                 r['suggestions']['means'] if r['suggestions']['gated']
+                 else "every answer (an inference server gives no margins to gate on)"),
              f"  models        {r['models']['cache']}"]
     for m in r["models"]["files"]:
         size = f"{m['bytes'] / 1e6:,.0f} MB" if m["bytes"] is not None else ""

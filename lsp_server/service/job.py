@@ -10,6 +10,7 @@ from typing import Callable
 from ..engine import Cancel, Generation, StopReason
 from ..pipeline import Plan
 from ..postprocess.drop_unfinished_line import LAST_WORD
+from .gate import Sureness
 from .stats import Record
 
 
@@ -59,11 +60,13 @@ class Job:
         # background work (a prefetch, an offer) gives way to other windows' requests until a request joins it
         self.cancel = Cancel(yields=background)
         self.partial = ""            # the text generated so far, written by the model thread
+        self.sure = Sureness()       # ... and how sure the target was of each of its tokens (gate.py)
         self.waiters = 0
         self.future: asyncio.Future | None = None
         self.task_id = -1            # its task on the model thread (queue.py)
 
-    def set_partial(self, text: str, n_tokens: int) -> None:
+    def set_partial(self, text: str, n_tokens: int, margins: list[float] = (), ends: list[int] = ()) -> None:
+        self.sure = Sureness(tuple(margins), tuple(ends))
         self.partial, self.n_tokens = text, n_tokens
         self.loop.call_soon_threadsafe(self.progress.set)
 
@@ -179,6 +182,12 @@ class Job:
             rec.tokens = self.n_tokens
             rec.gen_s = time.perf_counter() - (self.started_at or t0) - rec.prompt_s
             rec.tok_s = rec.tokens / rec.gen_s if rec.gen_s > 0 else 0.0
+
+    def sureness(self, gen: Generation | None) -> Sureness:
+        """How sure the target was of each token of what this job wrote (its end's `gen`, or so far)."""
+        if gen is not None:
+            return Sureness(tuple(gen.margins), tuple(gen.ends))
+        return self.sure
 
     @property
     def queue_s(self) -> float:

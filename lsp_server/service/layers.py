@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from .gate import Suggestions
 from .settings import CLIENT_KEYS, Settings, SettingsError, _snake, camel, plain
 
 DEFAULT = "default"
@@ -150,12 +151,14 @@ class Layers:
 
 
 # the settings a workspace's file may only lower: the memory, cores, files and time the engine takes from the user
+QUIETER = (Suggestions.EAGER, Suggestions.BALANCED, Suggestions.QUIET)   # a workspace may only move right
 LOWER_ONLY = ("context_size", "threads", "kv_store_mib", "engine_idle_minutes", "max_file_bytes")
 
 
 def _narrowed(below: Settings, values: dict, refuse) -> dict:
     """A workspace file's values that only narrow what `below` allows: its exclude adds to the list below; it may
-    turn completion off, for a language or whole, not on where it is off below; it may lower a LOWER_ONLY setting,
+    turn completion off, for a language or whole, not on where it is off below; it may make suggestions quieter,
+    not louder; it may lower a LOWER_ONLY setting,
     not raise it (threads 0 is every core; a KV store of -1 is sized automatically, which a workspace may only turn
     off). `refuse(key, why)` hears of each value left out."""
     out = {}
@@ -176,6 +179,10 @@ def _narrowed(below: Settings, values: dict, refuse) -> dict:
             value = {**below.languages, **{k: on for k, on in value.items() if k not in widened}}
         elif name == "enabled" and value and not below.enabled:
             refuse(key, "ignored: completion is off in your settings, and a workspace may not turn it on")
+            continue
+        elif name == "suggestions" and QUIETER.index(value) < QUIETER.index(below.suggestions):
+            refuse(key, f"{value} ignored: a workspace's tandem.toml may only make suggestions quieter (they are "
+                        f"{below.suggestions} below it)")
             continue
         elif name in LOWER_ONLY and _raises(name, getattr(below, name), value):
             refuse(key, f"{value} ignored: a workspace's tandem.toml may only lower it (it is "

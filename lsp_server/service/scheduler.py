@@ -18,11 +18,14 @@ from ..pipeline import CompletionRequest, Pipeline, Plan
 from .cache import TypingCache
 from .cache_writes import cache_writes
 from .fill import Filler, where
+from .gate import Gate, Gated
 from .job import Job, Take
 from .jobs import Jobs
 from .model import Model
 from .next_edit import NextEdits
 from .offer import Offers
+from .outcomes import Outcomes
+from .predictor import predict
 from .prefetch import after_accept, worth_it
 from .queue import WORK, Task, TaskKind
 from .settings import Settings
@@ -42,6 +45,8 @@ class Answer:
     source: Source
     multiline: bool = False
     why: str = ""
+    confidence: dict | None = None   # the gate's verdict on a generated answer (gate.Verdict.explained)
+    asked: dict | None = None        # the predictor's, before it was generated (predictor.Prediction.explained)
 
 
 class CompletionService:
@@ -60,6 +65,8 @@ class CompletionService:
         self.filler = Filler(self.model, self.tasks, pending=self.requests_pending, offer=self._offer)
         self.offers = Offers(self.model)   # the protocol stage sets its `notify`
         self.next_edits = NextEdits(self.model)
+        self.gate = Gate(self.stats, lambda: self.settings.suggestions)
+        self.outcomes = Outcomes(self.stats)
         self._latest: dict[str, asyncio.Future] = {}   # uri -> set when a newer request for it arrives
         self._last_request: dict[str, float] = {}      # uri -> when its latest request arrived
         self._cursor: dict[str, CompletionRequest] = {}  # uri -> the cursor as last told (open, edit, move, request)
@@ -137,7 +144,11 @@ class CompletionService:
         self._last_request[uri] = t0
         try:
             req.at_rest = not typing
-            return await self._plan_and_answer(uri, req, superseded, t0, typing)
+            ans = await self._plan_and_answer(uri, req, superseded, t0, typing)
+            if ans.text:
+                self.stats.shown += 1
+                self.outcomes.shown(uri, *req.document.split(req.line, req.col), ans.text)
+            return ans
         finally:
             if self._latest.get(uri) is superseded:
                 del self._latest[uri]
@@ -163,6 +174,12 @@ class CompletionService:
                                   lang)
             self.offers.asked_again(uri, req, hit)
             return self._done(t0, Answer(hit, Source.CACHE, plan.mode.multiline), lang)
+        # a place where a suggestion is unlikely to be taken is not asked of the model (predictor.py), unless a
+        # generation running for it already is
+        pred = predict(plan.prefix, plan.suffix, self.outcomes.recent(uri), typing, s.suggestions, req.force)
+        if pred.skip and self.jobs.extending(uri, plan.prefix, plan.suffix) is None:
+            self.stats.gate_judged(False, "predicted")
+            return self._done(t0, Answer("", Source.SKIPPED, why="unlikely to be taken"), lang)
         lead: list[int] = []
         if self.too_far(plan) and not (superseded.done() or self.pipeline is not pipeline):
             page = plan
@@ -172,7 +189,7 @@ class CompletionService:
         self.filler.share(plan.prompt.tokens)
         if superseded.done() or self.pipeline is not pipeline:   # (a reload: the plan's tokens are the old models')
             return self._done(t0, Answer("", Source.SUPERSEDED, why="a newer request replaced it"), lang)
-        return await self._answer(uri, plan, superseded, t0, lead)
+        return await self._answer(uri, plan, superseded, t0, lead, pred.explained())
 
     def _running_has_more(self, uri: str, plan: Plan, hit: str) -> bool:
         """Whether a generation still running for this place has written more than the cached answer (which
@@ -181,7 +198,7 @@ class CompletionService:
         return job is not None and len(job.partial) - len(plan.prefix[len(job.plan.prefix):]) > len(hit)
 
     async def _answer(self, uri: str, plan: Plan, superseded: asyncio.Future, t0: float,
-                      lead: list[int] | None = None) -> Answer:
+                      lead: list[int] | None = None, asked: dict | None = None) -> Answer:
         lang = plan.context.language
         reuse = self.jobs.join_or_supersede(uri, plan)
         for attempt in (1, 2):
@@ -199,7 +216,10 @@ class CompletionService:
             around = replace(plan.around, truncated=truncated,
                              ended=not early and gen is not None and gen.stop_reason in ENDS_HOLE)
             text = await self.model.on_context(self.pipeline.finish_text, around, got.raw)
-            self.cache.store(uri, plan.prefix, plan.suffix, text)
+            verdict = self.gate.shown(text, job.sureness(gen), len(typed), around)
+            text = verdict.text
+            # nothing shown: the same generation would say the same at this place again
+            self.cache.store(uri, plan.prefix, plan.suffix, text, done=verdict.gated is Gated.UNSURE)
             self._prefetch_after(uri, plan, text, gen)
             self.offers.shown(uri, plan, job.plan, text)
             if early:
@@ -207,7 +227,9 @@ class CompletionService:
             source = Source.REUSE if job is reuse else Source.FAST if job.plan.fast else Source.MODEL
             log.debug("answered (%s) after %.2fs: queue %.2fs, prompt %s", source, time.perf_counter() - t0,
                       job.queue_s, job.prompt_info)
-            return self._done(t0, Answer(text, source, plan.mode.multiline), lang, job if job is not reuse else None)
+            ans = Answer(text, source, plan.mode.multiline, why="unsure" if verdict.gated is Gated.UNSURE else "",
+                         confidence=verdict.explained() if verdict.score is not None else None, asked=asked)
+            return self._done(t0, ans, lang, job if job is not reuse else None)
         raise AssertionError("unreachable: the second attempt never reuses")
 
     def _early_limits(self) -> tuple[float | None, float | None]:
@@ -242,6 +264,7 @@ class CompletionService:
         nobody waits for yet (a prefetch, an offer); `base`: a prefetch's (see Job); `lead`: tokens of another
         prompt (the page's) to evaluate first, kept in the KV store."""
         job = Job(uri, plan, base, background=kind is not TaskKind.REQUEST)
+        plan.request.record_margins = True   # the gate reads them (free: each verify computes them)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("start a %s job %s (%s prompt, %d tokens, %d not cached%s)", kind, where(uri, plan.request),
                       plan.prompt.kind, len(plan.prompt.tokens), self.missing(plan),
@@ -292,6 +315,7 @@ class CompletionService:
         if self.pipeline is None:
             return
         writes = await self.model.on_context(cache_writes, job.plan, gen)
+        writes = self.gate.writes(writes, job.plan.around, len(job.plan.prefix), job.sureness(gen))
         for w in writes:
             self.cache.store(job.uri, w.prefix, w.suffix, w.text, done=w.done)
             self.stats.continued += w.continued
@@ -355,7 +379,8 @@ class CompletionService:
             return False
         self.offers.generated(plan)
         writes = await self.model.on_context(cache_writes, plan, gen)
-        text = writes[0].text
+        writes = self.gate.writes(writes[:1], plan.around, len(plan.prefix), job.sureness(gen))
+        text = writes[0].text if writes else ""
         if not self.offers.judge(shown, text):
             return False
         # into the cache before the client is told (every finished generation is stored too, later)
@@ -369,12 +394,14 @@ class CompletionService:
         """An edit supersedes the document's work unless it only typed what a generation is writing."""
         self.jobs.edited(uri, text, self.model.near_cursor_keep)
         self.next_edits.edited(uri, text)
+        self.outcomes.edited(uri, text)
 
     def on_close(self, uri: str) -> None:
         self.model.queue.cancel(uri=uri)   # every task for it: its generations, fill steps, next edit
         self.cache.forget(uri)
         self.filler.forget(uri)
         self.offers.forget(uri)
+        self.outcomes.forget(uri)
         self.next_edits.closed(uri)
         self._last_request.pop(uri, None)
         self._cursor.pop(uri, None)
@@ -417,10 +444,8 @@ class CompletionService:
 
     # ---- what the protocol stage shows and counts -----------------------------------------------------
 
-    def count_shown(self) -> None:
-        self.stats.shown += 1
-
-    def count_accepted(self, chars: int) -> None:
+    def count_accepted(self, chars: int, uri: str | None = None) -> None:
+        self.outcomes.accepted(uri)
         self.stats.accepted += 1
         self.stats.accepted_chars += chars
 

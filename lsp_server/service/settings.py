@@ -14,6 +14,7 @@ from ..engine.backend import BackendConfig, BackendError, BackendKind
 from ..engine.config import IDLE_S, EngineConfig, EngineKind, GpuMode, check_draft_bounds
 from ..engine.machine import offload_layers
 from ..prompt import PromptBudget
+from .gate import Suggestions
 
 
 class SettingsError(ValueError):
@@ -104,6 +105,9 @@ class Settings:
     cache_reuse: int = EngineConfig.cache_reuse     # >0: reuse cached runs of this many tokens at shifted positions
     # behaviour
     enabled: bool = True
+    # how much ghost text is shown, from how sure the target is of it (service/gate.py): eager shows every
+    # answer; balanced leaves out those unlikely to be taken; quiet only the surest
+    suggestions: Suggestions = Suggestions.BALANCED
     languages: dict[str, bool] = field(default_factory=dict)   # {"markdown": false}; others on
     warmup_pause_ms: int = 100        # fill ahead (fill.py) after this much idle time after an edit or an answer
     prefetch: bool = True             # after a suggestion, generate the next one as if it were accepted

@@ -81,6 +81,9 @@ class ServerStats:
         self.shown = self.accepted = 0
         self.accepted_chars = 0
         self.partly_accepted = self.partly_accepted_chars = 0   # accept next word / next line
+        self.dismissed = 0            # suggestions the client says were shown and not taken (Esc, typed over)
+        self.scored = self.unscored = 0   # answers the confidence gate judged; those without margins (gate.py)
+        self.gated: dict[str, int] = {}   # reason -> answers shown in part or not at all
         # calls on the model thread (generations and warm-ups), and how many ever ran at once: the model thread
         # is meant to make that one, and the counter checks it
         self.model_calls = 0
@@ -112,6 +115,15 @@ class ServerStats:
         finally:
             with self._model_lock:
                 self.model_active -= 1
+
+    def gate_judged(self, scored: bool, gated) -> None:
+        """An answer judged by the gate (gate.py), or a request the predictor skipped (gated `predicted`)."""
+        if scored:
+            self.scored += 1
+        elif gated is None:
+            self.unscored += 1
+        if gated is not None:
+            self.gated[str(gated)] = self.gated.get(str(gated), 0) + 1
 
     def add(self, rec: Record) -> None:
         self.records.append(rec)
@@ -151,7 +163,8 @@ class ServerStats:
                                   for name, d in per.items()} for lang, per in self.drafters.items()},
             "suggestions": {"shown": self.shown, "accepted": self.accepted, "accepted_chars": self.accepted_chars,
                             "partly_accepted": self.partly_accepted,
-                            "partly_accepted_chars": self.partly_accepted_chars},
+                            "partly_accepted_chars": self.partly_accepted_chars, "dismissed": self.dismissed,
+                            "scored": self.scored, "unscored": self.unscored, "gated": dict(self.gated)},
             "model": {"calls": self.model_calls, "running": self.model_active, "peak_concurrent": self.model_peak},
             "failures": {str(k): v for k, v in self.failures.items()},
         }

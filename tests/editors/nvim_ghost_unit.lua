@@ -82,6 +82,12 @@ out.better.normal_mode = ghost.better(client, { uri = vim.uri_from_bufnr(buf), v
 vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "a" })
 type_keys("A<Tab>b<Esc>")
 out.plain = vim.api.nvim_buf_get_lines(buf, 0, -1, false)[1]
+-- <Esc> with the better suggestion shown told the server it was dismissed; an <Esc> with nothing shown (after the
+-- whole suggestion was taken, or with none) tells it nothing
+out.dismissed = {}
+for _, m in ipairs(sent) do
+  if m.method == "tandem/didDismiss" then table.insert(out.dismissed, m.params.uri) end
+end
 out.pieces = { ghost.piece("  foo(bar)", "word"), ghost.piece("(bar)", "word"), ghost.piece("x = 1\ny", "line"),
                ghost.piece("\n    y = 2\nz", "line"), ghost.piece("abc", "line"), ghost.piece("a b", "all") }
 vim.fn.writefile({ vim.json.encode(out) }, os.getenv("TANDEM_RESULT"))

@@ -42,6 +42,7 @@ def test_ghost_text_on_0_11_asks_shows_and_is_taken_a_word_a_line_and_the_rest(t
     assert res["better"] == {"stale": False, "elsewhere": False, "other_doc": False, "asked_before": 0,
                              "here": True, "shown": "area = w * h", "asked": 1, "normal_mode": False}, res["better"]
     assert res["pieces"] == ["  foo", "(", "x = 1", "\n    y = 2", "abc", "a b"]
+    assert len(res["dismissed"]) == 1 and res["dismissed"][0].startswith("file://"), res["dismissed"]
 
 
 def test_next_edit_preview_accept_dismiss_and_the_keys_it_hides(tmp_path):

@@ -185,7 +185,7 @@ def test_it_answers_as_the_in_process_engine_restarts_after_it_dies_and_exits_wh
         # a streamed answer, a question back to the window (does the line go on), and a cancel
         seen, asked = [], []
         g = window.generate(GenerationRequest(prompt, max_tokens=48, single_line=True,
-                                              on_text=lambda t, n: seen.append(t),
+                                              on_text=lambda t, n, m, e: seen.append(t),
                                               goes_on=lambda t: asked.append(t) or False))
         assert seen and asked and "\n" not in g.text.strip()
         stop = threading.Event()

@@ -78,6 +78,7 @@ class ScriptedEditor:
         self.asked: list[tuple[str, dict, float]] = []        # the next-edit asks: (id, params, when)
         self.client = self
         self.protocol = self
+        self.last_confidence = self.last_asked = None   # (the server's verdicts on an answer: none here)
 
     def notify(self, method, params):
         self.notes.append((method, params["chars"] if isinstance(params, dict) and "chars" in params else params))

@@ -6,6 +6,7 @@ from dataclasses import fields
 import pytest
 
 from lsp_server.engine.config import GpuMode
+from lsp_server.service.gate import Suggestions
 from lsp_server.service.layers import DEFAULT, EDITOR, Layers
 from lsp_server.service.settings import Settings, SettingsError, _snake, camel
 
@@ -203,3 +204,26 @@ def test_a_workspace_the_editor_does_not_trust_has_no_say(home):
     assert len(told) == 1 and "not trusted" in told[0] and "tandem.toml" in told[0]
     # the client's own word is not a setting
     assert layers.with_editor({"workspaceTrusted": False}).effective() == layers.effective()
+
+
+def test_suggestions_come_through_every_layer_and_a_workspace_may_only_quiet_them(home):
+    assert Layers.load(str(home / "ws")).effective().suggestions == Suggestions.BALANCED
+    user_file(home).write_text('suggestions = "eager"\n')
+    (home / "ws" / "tandem.toml").write_text('suggestions = "quiet"\n')
+    layers = Layers.load(str(home / "ws"))
+    assert layers.effective().suggestions == Suggestions.QUIET
+    assert origins(layers)["suggestions"] == str(home / "ws" / "tandem.toml")
+    edited = layers.with_editor({"suggestions": "balanced"})
+    assert edited.effective().suggestions == Suggestions.BALANCED and origins(edited)["suggestions"] == EDITOR
+    # a repository's file may not make them louder than the user's settings
+    user_file(home).write_text('suggestions = "quiet"\n')
+    (home / "ws" / "tandem.toml").write_text('suggestions = "eager"\n')
+    told: list[str] = []
+    layers = Layers.load(str(home / "ws"), warn=told.append)
+    assert layers.effective().suggestions == Suggestions.QUIET
+    assert any("suggestions" in n and "quieter" in n for n in layers.notes + told), (layers.notes, told)
+    # a value that is none of the three is refused alone, saying the choices
+    user_file(home).unlink()
+    bad = Layers.load(None).with_editor({"suggestions": "loud", "maxTokens": 64})
+    assert bad.effective().suggestions == Suggestions.BALANCED and bad.effective().max_tokens == 64
+    assert any("suggestions" in p and "eager, balanced, quiet" in p for p in bad.problems()), bad.problems()

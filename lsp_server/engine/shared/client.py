@@ -296,7 +296,7 @@ class SharedEngine:
             msg = receive()
             ev = msg.get("ev")
             if ev == "text" and req.on_text is not None:
-                req.on_text(msg["text"], msg["n"])
+                req.on_text(msg["text"], msg["n"], msg.get("margins", []), msg.get("ends", []))
             elif ev == "prompt" and req.on_prompt is not None:
                 req.on_prompt(*msg["args"])
             elif ev == "goes_on":

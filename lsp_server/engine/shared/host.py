@@ -213,8 +213,8 @@ class EngineHost:
             self.served["generations"] += 1
             req, callbacks = wire.request_from_dict(msg["request"])
             if "on_text" in callbacks:
-                req.on_text = lambda text, n: self._send_threadsafe(conn, {"id": rid, "ev": "text", "text": text,
-                                                                           "n": n})
+                req.on_text = lambda text, n, margins, ends: self._send_threadsafe(
+                    conn, {"id": rid, "ev": "text", "text": text, "n": n, "margins": margins, "ends": ends})
             if "on_prompt" in callbacks:
                 req.on_prompt = lambda *a: self._send_threadsafe(conn, {"id": rid, "ev": "prompt", "args": list(a)})
             if "goes_on" in callbacks:

@@ -203,6 +203,11 @@ function M.attach(client, bufnr, debounce_ms)
   end })
   vim.api.nvim_create_autocmd({ "InsertLeave", "BufLeave" }, { buffer = bufnr, group = group, callback = function()
     timer:stop()
+    local s = shown[bufnr]
+    if s and s.text and s.text ~= "" and not s.client:is_stopped() then
+      -- Esc (or leaving) with a suggestion shown: the server counts it dismissed (typing over it counts itself)
+      s.client:notify("tandem/didDismiss", { uri = vim.uri_from_bufnr(bufnr) })
+    end
     M.clear(bufnr)
   end })
   vim.api.nvim_create_autocmd({ "BufWipeout", "LspDetach" }, { buffer = bufnr, group = group, callback = function()
