@@ -22,7 +22,7 @@ HEADLINE_KEYS = ("pass_at_1", "exact_match", "exact", "tasks", "speedup", "basel
                  "line_starts_answered", "line_starts_right", "line_start_p50_ms", "line_start_answered_p50_ms",
                  "asks_sent", "asks_answered", "proposal_ms_p50", "located", "precision",
                  "no_edit_rate", "proposals", "latency_s_p50", "shown_latency_s_p50", "from_repeat", "identical",
-                 "compared", "cases")
+                 "compared", "cases", "from_ghost", "shown", "wrong_shown")
 
 
 def out_path(name: str) -> Path:

@@ -144,7 +144,8 @@ def render(r: dict) -> str:
              f"  engine        {_engine_line(r['engine'])}",
              f"  ghost text    suggestions: {r['suggestions']['level']}, " + (
                  r['suggestions']['means'] if r['suggestions']['gated']
-                 else "every answer (an inference server gives no margins to gate on)"),
+                 else "every answer the model writes (an inference server gives no margins to judge by); places "
+                      "unlikely to be taken are still not asked"),
              f"  models        {r['models']['cache']}"]
     for m in r["models"]["files"]:
         size = f"{m['bytes'] / 1e6:,.0f} MB" if m["bytes"] is not None else ""
