@@ -1,7 +1,8 @@
 """Before generation: how likely a suggestion at this place is to be taken, from the text around the cursor and
-what the user did with the document's recent suggestions. A request below the threshold of the `suggestions`
-level is not asked of the model at all (tandem/stats `gated.predicted`), so the model thread is free for the
-ones that will be taken. A small logistic model over a handful of features, each explainable (`features`); its
+what the user did with the document's recent suggestions. A request made while the user types (within half a second
+of the document's previous one) below the threshold of the `suggestions` level is not asked of the model at all
+(tandem/stats `gated.predicted`), so the model thread is free for the ones that will be taken. A request after a
+pause (the user waits for a suggestion; a popup client asks only then) is always asked. A small logistic model over a handful of features, each explainable (`features`); its
 weights and thresholds are `predictor.json` beside this module, fitted by the lab on the tune half only
 (`tandem-eval gate-fit`). A request the user asked for by key is never skipped."""
 from __future__ import annotations
@@ -97,4 +98,5 @@ def predict(prefix: str, suffix: str, recent: Recent | None, typing: bool, level
     f = features(prefix, suffix, recent, typing)
     p = w.probability(f)
     t = w.thresholds.get(str(level))
-    return Prediction(p, f, skip=not forced and level is not Suggestions.EAGER and t is not None and p < t)
+    skip = typing and not forced and level is not Suggestions.EAGER and t is not None and p < t
+    return Prediction(p, f, skip=skip)

@@ -86,7 +86,7 @@ HELIX_DEFAULT_SERVERS = {
 
 # what a user adds under [language-server.tandem] as `config` (the sample has none); Helix sends it as the
 # initializationOptions and again right after `initialized`
-USER_CONFIG = {"maxTokensSingleLine": 40}
+USER_CONFIG = {"maxTokensSingleLine": 40, "suggestions": "eager"}   # the popup item each test looks at
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=tandem_cmd() + ["serve"]), scope="module")

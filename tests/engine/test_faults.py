@@ -53,7 +53,7 @@ def test_the_model_file_truncated_then_deleted_under_the_running_server(tmp_path
     original = registry.default_path(registry.DEFAULT_TARGET)
     copy = tmp_path / original.name
     shutil.copy2(original, copy)   # same name, size and mtime: the measured batch costs still apply
-    s = started({"target": str(copy), "draft": "none", "earlyAnswerMs": 0})
+    s = started({"target": str(copy), "draft": "none", "earlyAnswerMs": 0, "suggestions": "eager"})
     try:
         text = DOC.read_text()
         s.open(DOC.as_uri(), text)
@@ -93,7 +93,7 @@ def test_a_missing_draft_means_target_only_with_a_warning(tmp_path):
 
 def test_a_prompt_larger_than_the_context_is_cut_to_fit():
     # a 512-token context with the default budgets (1,344 tokens of prompt) and a file far longer than that
-    options = {"contextSize": 512, "earlyAnswerMs": 0}
+    options = {"contextSize": 512, "earlyAnswerMs": 0, "suggestions": "eager"}
     s = started(options)
     try:
         said = messages(s, wait_s=5)

@@ -101,10 +101,10 @@ def test_two_windows_share_one_engine_process(runtime, tmp_path):
     windows = [RawServer(cwd=tmp_path, env=env) for _ in range(2)]
     try:
         for w in windows:
-            w.initialize({"engine": "shared", "kvStoreMiB": 128})
+            w.initialize({"engine": "shared", "kvStoreMiB": 128, "suggestions": "eager"})
             # the clients' configuration right after initialized, while the engine starts: no second start
-            w.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"engine": "shared",
-                                                                                  "kvStoreMiB": 128}}})
+            w.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {
+                "engine": "shared", "kvStoreMiB": 128, "suggestions": "eager"}}})
         stats = [w.wait_ready() for w in windows]
         assert all(s["ready"] and not s["load_error"] for s in stats), stats
         pids = {s["backend"]["shared_engine"]["pid"] for s in stats}

@@ -4,6 +4,8 @@ the accept command; the counts (`tandem/stats` suggestions: shown, gated, scored
 saw and did; the setting comes from the editor with its origin."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import pytest_lsp
 from lsprotocol import types
@@ -11,6 +13,8 @@ from pytest_lsp import LanguageClient
 
 from conftest import FIXTURES
 from lsp_helpers import SERVER, open_doc, setting, start, stats, type_text, wait_ready
+from lsp_server.service.gate import Suggestions
+from lsp_server.service.predictor import predict
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
 OPTIONS = {"timeBudgetMs": 30000, "earlyAnswerMs": 0, "promptBudgetMs": -1, "prefetch": False,
@@ -86,4 +90,33 @@ async def test_a_suggestion_typed_over_or_dismissed_is_counted(client: LanguageC
     client.protocol.notify("tandem/didDismiss", {"uri": uri})   # nothing shown now: not counted again
     client.protocol.notify("tandem/didDismiss", {"uri": 7})     # malformed: ignored, the server stays up
     assert (await stats(client))["suggestions"]["dismissed"] == before + 2
+    configure(client)
+
+
+async def test_a_place_the_predictor_skips_is_not_asked_of_the_model_unless_asked_by_key(client: LanguageClient):
+    configure(client, suggestions="balanced")
+    # after `return ` and a space, mid-line: the packaged predictor (fitted on the tune half) skips it at balanced
+    text = "def add(a, b):\n    return \n"
+    assert predict("def add(a, b):\n    return ", "\n", None, True, Suggestions.BALANCED).skip
+    uri, _ = open_doc(client, FIXTURES / "lsp" / "add.py", text, "python", uri="file:///gate/add.py")
+    before = await stats(client)
+    # while typing: a request for the document half a second or less after its previous one (which it supersedes)
+    first = asyncio.ensure_future(ask(client, uri, 0, 14))
+    await asyncio.sleep(0.05)
+    assert await ask(client, uri, 1, 11) is None
+    await first
+    after = await stats(client, records=True)
+    assert after["suggestions"]["gated"].get("predicted", 0) == before["suggestions"]["gated"].get("predicted", 0) + 1
+    skipped = [r for r in after["records"][-2:] if r["source"] == "skipped"]
+    assert len(skipped) == 1 and (skipped[0]["prompt_tokens"], skipped[0]["tokens"]) == (0, 0), after["records"][-2:]
+    # after a pause the same place is asked of the model (the user waits for a suggestion there)
+    await asyncio.sleep(0.6)
+    await ask(client, uri, 1, 11)
+    last = (await stats(client, records=True))["records"][-1]
+    assert last["source"] in ("model", "fast") and last["tokens"] > 0, last
+    # asked for by key: answered
+    res = await client.text_document_inline_completion_async(types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=1, character=11),
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+    assert res.items and res.items[0].insert_text.strip(), res
     configure(client)

@@ -18,7 +18,8 @@ from lsp_helpers import (SERVER, blank_cursor, inline, open_doc, popup, raw_requ
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.models]
 LSP = FIXTURES / "lsp"
 # long enough that a multi-line answer is not cut by the time budget on a busy machine
-OPTIONS = {"timeBudgetMs": 30000, "maxTokens": 64}
+# eager: these tests are of completion itself; what the gate holds back is test_gate_lsp.py's
+OPTIONS = {"timeBudgetMs": 30000, "maxTokens": 64, "suggestions": "eager"}
 
 
 @pytest_lsp.fixture(config=SERVER, scope="module")

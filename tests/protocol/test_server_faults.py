@@ -24,7 +24,7 @@ def broken_model(tmp_path_factory):
 
 @pytest_lsp.fixture(config=SERVER, scope="module")
 async def client(lsp_client: LanguageClient, broken_model):
-    await start(lsp_client, {"target": str(broken_model), "timeBudgetMs": 30000})
+    await start(lsp_client, {"target": str(broken_model), "timeBudgetMs": 30000, "suggestions": "eager"})
     yield
     await lsp_client.shutdown_session()
 

@@ -44,11 +44,13 @@ def test_a_request_is_skipped_below_the_level_s_threshold_never_when_asked_for_o
     for _ in range(10):
         cold.add(False)
         warm.add(True)
-    assert predict("x = ", "\n", cold, False, Suggestions.BALANCED, w=W).skip
-    assert not predict("x = ", "\n", warm, False, Suggestions.BALANCED, w=W).skip
-    assert not predict("x = ", "\n", cold, False, Suggestions.BALANCED, forced=True, w=W).skip
-    assert not predict("x = ", "\n", cold, False, Suggestions.EAGER, w=W).skip
-    p = predict("x = ", "\n", None, False, Suggestions.QUIET, w=W)
+    assert predict("x = ", "\n", cold, True, Suggestions.BALANCED, w=W).skip
+    assert not predict("x = ", "\n", warm, True, Suggestions.BALANCED, w=W).skip
+    assert not predict("x = ", "\n", cold, True, Suggestions.BALANCED, forced=True, w=W).skip
+    assert not predict("x = ", "\n", cold, True, Suggestions.EAGER, w=W).skip
+    # after a pause the user waits for a suggestion (a popup client asks only then): always asked
+    assert not predict("x = ", "\n", cold, False, Suggestions.BALANCED, w=W).skip
+    p = predict("x = ", "\n", None, True, Suggestions.QUIET, w=W)
     assert p.skip and 0.0 < p.explained()["p"] < 0.5
 
 
@@ -77,8 +79,14 @@ async def test_the_service_does_not_ask_the_model_where_the_predictor_skips(monk
     uri, text = "file:///t/area.py", "def area(w, h):\n    \n"
     for _ in range(10):
         svc.outcomes._fate(uri, False)   # the user dismissed the document's last ten suggestions
-    got = await svc.complete(uri, CompletionRequest(Document("/t/area.py", text, "python"), 1, 4))
+    # at rest (the document's first request): asked of the model whatever the predictor says
+    first = await svc.complete(uri, CompletionRequest(Document("/t/area.py", text, "python"), 1, 4))
+    assert first.text == "return w * h" and len(engine.generations) == 1
+    # typing (another request for the document within half a second): skipped
+    typed = "def area(w, h):\n    x\n"   # not the shown suggestion: no answer from the cache
+    got = await svc.complete(uri, CompletionRequest(Document("/t/area.py", typed, "python"), 1, 5))
     assert (got.text, got.source, got.why) == ("", "skipped", "unlikely to be taken")
-    assert engine.generations == [] and svc.summary()["suggestions"]["gated"] == {"predicted": 1}
-    forced = CompletionRequest(Document("/t/area.py", text, "python"), 1, 4, force=True)
-    assert (await svc.complete(uri, forced)).text == "return w * h"   # asked for by key: asked of the model
+    assert len(engine.generations) == 1 and svc.summary()["suggestions"]["gated"] == {"predicted": 1}
+    forced = CompletionRequest(Document("/t/area.py", typed, "python"), 1, 5, force=True)
+    # asked for by key, typing or not: asked of the model
+    assert (await svc.complete(uri, forced)).source == "model" and len(engine.generations) == 2

@@ -17,7 +17,7 @@ DOC = FIXTURES / "lsp" / "inventory.py"
 URI = "file:///storm/inventory.py"
 # no early answers: the last answer is then whole lines, comparable with a calm request (the time budget stays:
 # the last answer may be the start of the calm one)
-OPTIONS = {"earlyAnswerMs": 0}
+OPTIONS = {"earlyAnswerMs": 0, "suggestions": "eager"}   # every answer: the storm checks them all
 TYPED = ("item = self.items.get(sku)\n"
          "if item is None:\n"
          "    raise KeyError(f\"unknown item {sku}\")\n"
