@@ -167,8 +167,10 @@ def test_a_configuration_sent_during_the_load_loads_the_models_once():
         s.request("tandem/stats", {})
         states = [(m["params"]["state"], m["params"]["enabled"]) for m in status_pushes(s)]
         assert states == [("loading", True), ("ready", True), ("disabled", False)], states
-        # on again, and a request: generating while it runs, ready after (the client needs no poll)
-        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"enabled": True}}})
+        # on again, and a request: generating while it runs, ready after (the client needs no poll); eager, so that
+        # the answer is shown whatever the gate thinks of it (test_gate_lsp.py)
+        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"enabled": True,
+                                                                              "suggestions": "eager"}}})
         text = DOC.read_text()
         s.open(DOC.as_uri(), text)
         assert complete_at_blank(s, DOC.as_uri(), text).strip()

@@ -37,7 +37,8 @@ async def test_a_broken_model_is_reported_and_requests_get_empty_answers(client:
     uri, text = open_doc(client, FIXTURES / "lsp" / "inventory.py")
     assert await inline(client, uri, blank_cursor(text)) == ""
     # fixing the setting reloads the models, and completions work
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"timeBudgetMs": 30000}))
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"timeBudgetMs": 30000, "suggestions": "eager"}))   # eager: the answer is shown, sure or not
     for _ in range(300):
         s = await stats(client)
         if s["ready"]:
