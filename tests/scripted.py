@@ -182,3 +182,21 @@ def fills(expected: str) -> Callable[[str, str], str]:
         end = rest.find(suffix) if suffix else len(rest)
         return rest[:end] if end >= 0 else "?"
     return answer
+
+
+def scripted_service(answer: Callable[[str], str], suggestions: str = "eager", warmup_pause_ms: int = -1,
+                     **engine_kw):
+    """The service over a ScriptedEngine (`engine_kw` go to it), answering at once: no early answers, no time
+    budget, no fast prompts, no prefetch; `suggestions` eager unless a test is of what the gate and the predictor
+    hold back. (service, engine)."""
+    from lsp_server.pipeline import Pipeline
+    from lsp_server.service.gate import Suggestions
+    from lsp_server.service.scheduler import CompletionService
+    from lsp_server.service.settings import Settings
+    settings = Settings(early_answer_ms=0, time_budget_ms=0, prompt_budget_ms=-1, prefetch=False,
+                        warmup_pause_ms=warmup_pause_ms, suggestions=Suggestions(suggestions))
+    engine = ScriptedEngine(answer, **engine_kw)
+    svc = CompletionService()
+    svc.settings = settings
+    svc.pipeline = Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens)
+    return svc, engine

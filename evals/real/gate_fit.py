@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lsp_server.service.gate import Suggestions, Weights
+
 FEATURES = ("low", "mean", "first", "tokens", "lines", "mid")
 ASKED = ("mid", "after_opener", "word", "open", "space", "length", "rest", "comment", "taken", "typing")
 COSTS = {"balanced": 2.0, "quiet": 10.0}
@@ -169,8 +171,8 @@ def fit_predictor(ex: list[dict], report: dict, gate: dict, scores: list[float])
 
 
 def _threshold(weights: dict, level: str, e: dict) -> float:
-    t = weights["thresholds"][level]
-    return t.get(f"{e['language']}/{e['mode']}", t.get(f"*/{e['mode']}", t["*"]))
+    """The threshold the server would use for this example (gate.Weights.threshold: its cell, its mode, or all)."""
+    return Weights(0.0, {}, weights["thresholds"], {}).threshold(Suggestions(level), e["language"], e["mode"])
 
 
 def cli(args) -> None:

@@ -367,8 +367,9 @@ def generate(target: LlamaModel, controller: Controller, req: GenerationRequest,
     t_end = time.perf_counter()
     return Generation(text=out.text, tokens=out.tokens, stop_reason=reason, prompt_tokens=len(req.tokens),
                       prompt_reused=reused, prompt_s=t_gen - t0, gen_s=t_end - t_gen - paused, steps=steps,
-                      drafters=counts, margins=out.margins, ends=out.ends, near_ties=near_ties, prompt_restored=restored,
-                      prompt_computed=computed, verify_s=verify_s, model_draft_s=model_draft_s)
+                      drafters=counts, margins=out.margins, ends=out.ends, near_ties=near_ties,
+                      prompt_restored=restored, prompt_computed=computed, verify_s=verify_s,
+                      model_draft_s=model_draft_s)
 
 
 def _choose_draft(controller: Controller, req: GenerationRequest, out: _Output, last_gap: float,

@@ -1,6 +1,6 @@
 """tandem/stats and tandem/document (requests: what the server holds), tandem/didShow, tandem/didAccept,
-tandem/didPartiallyAccept and tandem/didDismiss (notifications), and the tandem.accepted command that inline items carry, so an editor
-can report what the user took."""
+tandem/didPartiallyAccept and tandem/didDismiss (notifications), and the tandem.accepted command that inline items
+carry, so an editor can report what the user took and let go."""
 from __future__ import annotations
 import hashlib
 

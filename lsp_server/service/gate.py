@@ -121,9 +121,14 @@ def features(text: str, sure: Sureness, at: int, around: Around) -> dict[str, fl
     }
 
 
-def score(f: dict[str, float], w: Weights) -> float:
-    z = w.bias + sum(w.weights.get(k, 0.0) * v for k, v in f.items())
+def logistic(bias: float, weights: dict[str, float], f: dict[str, float]) -> float:
+    """A logistic model's probability for the features `f` (the gate's score, the predictor's estimate)."""
+    z = bias + sum(weights.get(k, 0.0) * v for k, v in f.items())
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def score(f: dict[str, float], w: Weights) -> float:
+    return logistic(w.bias, w.weights, f)
 
 
 @dataclass(frozen=True)
@@ -145,32 +150,27 @@ class Verdict:
         return out
 
 
-def _line_lows(text: str, sure: Sureness, at: int) -> list[float]:
-    """The least margin of each line of `text` after its first line with code."""
+def _later_lines(text: str, sure: Sureness, at: int) -> list[tuple[int, float]]:
+    """Each line of `text` after its first line with code that is not blank: where it starts (the index of the
+    newline before it) and the least margin of its tokens (inf where none is known)."""
     out, pos = [], first_line_end(text)
     while pos < len(text):
         end = text.find("\n", pos + 1)
         end = len(text) if end < 0 else end
         if text[pos:end].strip():
             ms = sure.over(at + pos + 1, at + end)
-            out.append(min(ms) if ms else math.inf)
+            out.append((pos, min(ms) if ms else math.inf))
         pos = end
     return out
 
 
-def _cut(text: str, sure: Sureness, at: int, below: float, around: Around) -> str:
-    """`text` up to the end of the last line before the first later line with a token whose margin is below
-    `below`, its brackets closed as after any cut."""
-    pos = first_line_end(text)
-    while pos < len(text):
-        end = text.find("\n", pos + 1)
-        end = len(text) if end < 0 else end
-        if text[pos:end].strip():
-            ms = sure.over(at + pos + 1, at + end)
-            if ms and min(ms) < below:
-                kept = text[:pos]
-                return FILTERS["close_cut_block"](kept, replace(around, truncated=True)) or kept
-        pos = end
+def _cut(text: str, lines: list[tuple[int, float]], below: float, around: Around) -> str:
+    """`text` up to the first of its later `lines` with a token whose margin is below `below`, its brackets
+    closed as after any cut."""
+    for pos, low in lines:
+        if low < below:
+            kept = text[:pos]
+            return FILTERS["close_cut_block"](kept, replace(around, truncated=True)) or kept
     return text
 
 
@@ -182,7 +182,8 @@ def judge(text: str, sure: Sureness, at: int, around: Around, level: Suggestions
         return Verdict(text)
     w = w or load_weights()
     s = score(f, w)
-    lows = tuple(_line_lows(text, sure, at))
+    lines = _later_lines(text, sure, at)
+    lows = tuple(low for _, low in lines)
     if level is Suggestions.EAGER:
         return Verdict(text, s, None, f, lows)
     t = w.threshold(level, around.language, mode_of(around))
@@ -190,7 +191,7 @@ def judge(text: str, sure: Sureness, at: int, around: Around, level: Suggestions
         return Verdict("", s, Gated.UNSURE, f, lows)
     below = w.cut_margin.get(str(level))
     if below is not None and lows and min(lows) < below:
-        cut = _cut(text, sure, at, below, around)
+        cut = _cut(text, lines, below, around)
         if cut != text:
             return Verdict(cut, s, Gated.CUT, f, lows)
     return Verdict(text, s, None, f, lows)

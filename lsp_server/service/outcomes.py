@@ -16,13 +16,14 @@ class _Shown:
     suffix: str
     text: str
 
-    def goes_on(self, text: str) -> bool:
-        """Whether the document `text` is this suggestion's place with a part of it typed (or taken)."""
+    def typed(self, text: str) -> str | None:
+        """What the document `text` has typed (or taken) of this suggestion at its place; None where it does not go
+        on with it (typed over, or edited elsewhere)."""
         if not (text.startswith(self.prefix) and text.endswith(self.suffix)
                 and len(text) >= len(self.prefix) + len(self.suffix)):
-            return False
+            return None
         typed = text[len(self.prefix):len(text) - len(self.suffix)]
-        return self.text.startswith(typed) or typed.startswith(self.text)
+        return typed if self.text.startswith(typed) or typed.startswith(self.text) else None
 
 
 class Outcomes:
@@ -41,7 +42,7 @@ class Outcomes:
 
     def shown(self, uri: str, prefix: str, suffix: str, text: str) -> None:
         old = self._shown.get(uri)
-        if old is not None and not old.goes_on(prefix + suffix):
+        if old is not None and old.typed(prefix + suffix) is None:
             self._fate(uri, False)   # replaced by a suggestion elsewhere: the cursor left it
         self._shown[uri] = _Shown(prefix, suffix, text)
 
@@ -49,13 +50,11 @@ class Outcomes:
         s = self._shown.get(uri)
         if s is None:
             return
-        if s.goes_on(text):
-            if len(text) - len(s.suffix) - len(s.prefix) >= len(s.text):
-                del self._shown[uri]   # typed (or taken) to its end
-                self._fate(uri, True)
-            return
+        typed = s.typed(text)
+        if typed is not None and len(typed) < len(s.text):
+            return   # still shown, the rest of it
         del self._shown[uri]
-        self._fate(uri, False)
+        self._fate(uri, typed is not None)   # typed (or taken) to its end, or typed over
 
     def accepted(self, uri: str | None) -> None:
         """Taken (all of it; a partial accept keeps the rest shown)."""

@@ -1,10 +1,11 @@
 """Before generation: how likely a suggestion at this place is to be taken, from the text around the cursor and
-what the user did with the document's recent suggestions. A request made while the user types (within half a second
-of the document's previous one) below the threshold of the `suggestions` level is not asked of the model at all
-(tandem/stats `gated.predicted`), so the model thread is free for the ones that will be taken. A request after a
-pause (the user waits for a suggestion; a popup client asks only then) is always asked. A small logistic model over a handful of features, each explainable (`features`); its
-weights and thresholds are `predictor.json` beside this module, fitted by the lab on the tune half only
-(`tandem-eval gate-fit`). A request the user asked for by key is never skipped."""
+what the user did with the document's recent suggestions. A request made while the user types (within half a
+second of the document's previous one) below the threshold of the `suggestions` level is not asked of the model at
+all (tandem/stats `gated.predicted`), so the model thread is free for the ones that will be taken. A request after
+a pause (the user waits for a suggestion; a popup client asks only then) is always asked, and so is one the user
+asked for by key. A small logistic model over a handful of features, each explainable (`features`); its weights
+and thresholds are `predictor.json` beside this module, fitted by the lab on the tune half only
+(`tandem-eval gate-fit`)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .gate import Suggestions
+from .gate import Suggestions, logistic
 
 WEIGHTS_FILE = Path(__file__).with_name("predictor.json")
 RECENT = 10          # the document's last suggestions whose fate is remembered
@@ -71,8 +72,7 @@ class Weights:
     thresholds: dict[str, float]    # level -> the least probability asked of the model
 
     def probability(self, f: dict[str, float]) -> float:
-        z = self.bias + sum(self.weights.get(k, 0.0) * v for k, v in f.items())
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+        return logistic(self.bias, self.weights, f)
 
 
 @lru_cache(maxsize=4)

@@ -178,7 +178,7 @@ class CompletionService:
         # generation running for it already is
         pred = predict(plan.prefix, plan.suffix, self.outcomes.recent(uri), typing, s.suggestions, req.force)
         if pred.skip and self.jobs.extending(uri, plan.prefix, plan.suffix) is None:
-            self.stats.gate_judged(False, "predicted")
+            self.stats.gated_by("predicted")
             return self._done(t0, Answer("", Source.SKIPPED, why="unlikely to be taken"), lang)
         lead: list[int] = []
         if self.too_far(plan) and not (superseded.done() or self.pipeline is not pipeline):

@@ -117,13 +117,17 @@ class ServerStats:
                 self.model_active -= 1
 
     def gate_judged(self, scored: bool, gated) -> None:
-        """An answer judged by the gate (gate.py), or a request the predictor skipped (gated `predicted`)."""
+        """An answer judged by the gate (gate.py): scored or not, and why less of it was shown, if it was."""
         if scored:
             self.scored += 1
-        elif gated is None:
+        else:
             self.unscored += 1
         if gated is not None:
-            self.gated[str(gated)] = self.gated.get(str(gated), 0) + 1
+            self.gated_by(gated)
+
+    def gated_by(self, reason) -> None:
+        """Less was shown than asked for, for this reason (the gate's, or `predicted`: the predictor's skip)."""
+        self.gated[str(reason)] = self.gated.get(str(reason), 0) + 1
 
     def add(self, rec: Record) -> None:
         self.records.append(rec)

@@ -8,13 +8,11 @@ import json
 import pytest
 
 from lsp_server.context import Document
-from lsp_server.pipeline import CompletionRequest, Pipeline
+from lsp_server.pipeline import CompletionRequest
 from lsp_server.postprocess import Around
 from lsp_server.service import gate
 from lsp_server.service.gate import Gated, Suggestions, Sureness, Weights, judge
-from lsp_server.service.scheduler import CompletionService
-from lsp_server.service.settings import Settings
-from scripted import ScriptedEngine
+from scripted import scripted_service
 
 W = Weights(bias=-4.0, weights={"low": 2.0}, thresholds={"balanced": {"*": 0.5}, "quiet": {"*": 0.9}},
             cut_margin={"balanced": 1.0, "quiet": 3.0})
@@ -123,13 +121,7 @@ def weights(monkeypatch):
 
 
 def service(margin, suggestions="balanced", answer="return w * h\n"):
-    settings = Settings(early_answer_ms=0, time_budget_ms=0, prompt_budget_ms=-1, prefetch=False,
-                        warmup_pause_ms=-1, suggestions=Suggestions(suggestions))
-    engine = ScriptedEngine(lambda prefix: answer, margin=margin)
-    svc = CompletionService()
-    svc.settings = settings
-    svc.pipeline = Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens)
-    return svc, engine
+    return scripted_service(lambda prefix: answer, suggestions, margin=margin)
 
 
 def request(text: str = TEXT, line: int = 1, col: int = 4) -> CompletionRequest:

@@ -5,14 +5,12 @@ from __future__ import annotations
 import pytest
 
 from lsp_server.context import Document
-from lsp_server.pipeline import CompletionRequest, Pipeline
+from lsp_server.pipeline import CompletionRequest
 from lsp_server.service import predictor, stats
 from lsp_server.service.gate import Suggestions
 from lsp_server.service.outcomes import Outcomes
 from lsp_server.service.predictor import Recent, Weights, features, predict
-from lsp_server.service.scheduler import CompletionService
-from lsp_server.service.settings import Settings
-from scripted import ScriptedEngine
+from scripted import scripted_service
 
 # a model that believes only in the document's history (and so skips where the user took nothing lately)
 W = Weights(bias=-3.0, weights={"taken": 6.0}, thresholds={"balanced": 0.2, "quiet": 0.5})
@@ -71,11 +69,7 @@ def test_outcomes_tell_the_predictor_what_was_taken_and_dismissed():
 @pytest.mark.asyncio
 async def test_the_service_does_not_ask_the_model_where_the_predictor_skips(monkeypatch):
     monkeypatch.setattr(predictor, "load_weights", lambda path=None: W)
-    settings = Settings(early_answer_ms=0, time_budget_ms=0, prompt_budget_ms=-1, prefetch=False, warmup_pause_ms=-1)
-    engine = ScriptedEngine(lambda prefix: "return w * h\n")
-    svc = CompletionService()
-    svc.settings = settings
-    svc.pipeline = Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens)
+    svc, engine = scripted_service(lambda prefix: "return w * h\n", "balanced")
     uri, text = "file:///t/area.py", "def area(w, h):\n    \n"
     for _ in range(10):
         svc.outcomes._fate(uri, False)   # the user dismissed the document's last ten suggestions

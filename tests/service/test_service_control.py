@@ -12,11 +12,10 @@ import pytest
 
 from lsp_server.context import Document
 from lsp_server.pipeline import CompletionRequest, Pipeline
-from lsp_server.service.gate import Suggestions
 from lsp_server.service.queue import TaskKind
 from lsp_server.service.scheduler import CompletionService
 from lsp_server.service.settings import Settings
-from scripted import FIM, ScriptedEngine
+from scripted import FIM, ScriptedEngine, scripted_service
 
 pytestmark = pytest.mark.asyncio
 
@@ -27,13 +26,7 @@ URI = "file:///t/area.py"
 def service(answer=lambda prefix: "return w * h\n", warmup_pause_ms: int = -1,
             **kw) -> tuple[CompletionService, ScriptedEngine]:
     # eager: these tests are of the scheduling; what the gate and the predictor hold back is test_gate.py's
-    settings = Settings(early_answer_ms=0, time_budget_ms=0, prompt_budget_ms=-1, prefetch=False,
-                        warmup_pause_ms=warmup_pause_ms, suggestions=Suggestions.EAGER)
-    engine = ScriptedEngine(answer, **kw)
-    svc = CompletionService()
-    svc.settings = settings
-    svc.pipeline = Pipeline(engine, settings.prompt_budget(), settings.fast_prefix_tokens)
-    return svc, engine
+    return scripted_service(answer, "eager", warmup_pause_ms, **kw)
 
 
 def request(text: str = TEXT, line: int = 1, col: int = 4) -> CompletionRequest:
