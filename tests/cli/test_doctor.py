@@ -32,7 +32,7 @@ def places(tmp_path):
 @pytest.mark.models
 def test_doctor_says_where_each_setting_comes_from(places, tmp_path):
     config, ws = places
-    config.write_text('maxTokensSingleLine = 7\ngpu = "off"\ndraft = "none"\nengine = "local"\n')
+    config.write_text('maxTokensSingleLine = 7\ngpu = "off"\ndraft = "none"\nengine = "local"\nsuggestions = "quiet"\n')
     (ws / "tandem.toml").write_text('[tandem]\nmaxTokens = 30\nbackend = "http://elsewhere:1"\n')
     out, took = doctor(ws / "src", tmp_path / "cfg", "--json")   # the workspace is found above the working folder
     assert out.returncode == 0, out.stdout + out.stderr
@@ -47,6 +47,8 @@ def test_doctor_says_where_each_setting_comes_from(places, tmp_path):
     assert r["llama_cpp"]["runs_on"].startswith("the CPU") and r["machine"]["gflops"] > 0
     assert {e["name"] for e in r["editors"]} == {"code", "code-server", "codium", "nvim", "hx"}
     assert r["python"]["version"].startswith("3.") and r["version"]
+    assert r["suggestions"] == {"level": "quiet", "gated": True,
+                                "means": "only answers the model is very sure of: fewer, shorter suggestions"}
     assert took < 30, f"doctor took {took:.1f} s"   # no model load (a loaded CI machine: generous)
     # the text: the same, for a person
     text, _ = doctor(ws, tmp_path / "cfg")
@@ -54,6 +56,7 @@ def test_doctor_says_where_each_setting_comes_from(places, tmp_path):
     line = next(l for l in text.stdout.splitlines() if l.strip().startswith("maxTokensSingleLine"))
     assert "7" in line and str(config) in line
     assert "the CPU (gpu: off)" in text.stdout and "Problems:" in text.stdout
+    assert "ghost text    suggestions: quiet, only answers the model is very sure of" in text.stdout, text.stdout
 
 
 def test_a_bad_config_file_fails_with_what_is_wrong_and_where(places, tmp_path):
