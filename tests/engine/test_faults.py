@@ -78,7 +78,7 @@ def test_the_model_file_truncated_then_deleted_under_the_running_server(tmp_path
 
 def test_a_missing_draft_means_target_only_with_a_warning(tmp_path):
     missing = tmp_path / "no-such-draft.gguf"
-    s = started({"draft": str(missing)})
+    s = started({"draft": str(missing), "suggestions": "eager"})   # shown whatever the gate thinks
     try:
         said = messages(s, wait_s=5)
         assert any(str(missing) in m and "target-only" in m for m in said), said
@@ -190,7 +190,8 @@ def test_a_model_change_during_the_load_loads_those_models_after_it():
     s = RawServer()
     try:
         s.initialize({}, root=FIXTURES / "lsp")
-        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"draft": "none"}}})
+        s.notify("workspace/didChangeConfiguration", {"settings": {"tandem": {"draft": "none",
+                                                                              "suggestions": "eager"}}})
         deadline = time.monotonic() + 180
         while (stats := s.request("tandem/stats", {})["result"])["loads"] < 2 or not stats["ready"]:
             assert time.monotonic() < deadline and not stats["load_error"], stats
