@@ -20,7 +20,7 @@ from .budget import fit
 from .chat import Piece, Tokenizer, chat, text_of, tokens_of
 
 LINES_ABOVE = 1      # of the region, above the cursor's line
-LINES_BELOW = 6      # of the region, below it (its every token is written again: its size is the rewrite's time)
+LINES_BELOW = 4      # of the region, below it (its every token is written again: its size is the rewrite's time)
 CONTEXT_ABOVE = 4    # lines above the region shown as context (not rewritten; evaluated afresh at every ask)
 
 FENCE = {"python": "python", "typescript": "typescript", "javascript": "javascript", "go": "go", "rust": "rust",

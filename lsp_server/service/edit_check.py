@@ -146,12 +146,22 @@ def plan_checks(pipeline: Pipeline, place: CompletionRequest, cand: Candidate) -
 AGAIN = 8
 
 
+def _blank_lines(text: str) -> int:
+    """How many characters of `text` its leading blank lines take."""
+    at = 0
+    while (end := text.find("\n", at)) >= 0 and not text[at:end].strip():
+        at = end + 1
+    return at
+
+
 def after_middle(middle: str, suffix: str) -> int:
-    """How much of the code after the hole a check reads after the middle."""
+    """How much of the code after the hole a check reads after the middle (where it writes nothing: the blank lines
+    after the hole, and then its first code)."""
     if middle:
         return min(1, len(suffix))
-    line = suffix[:suffix.find("\n") + 1 or len(suffix)]
-    return min(AGAIN, len(line.rstrip("\n")) or 1, len(suffix))
+    blank = _blank_lines(suffix)
+    line = suffix[blank:suffix.find("\n", blank) + 1 or len(suffix)]
+    return blank + min(AGAIN, len(line.rstrip("\n")) or 1, len(suffix) - blank)
 
 
 def agrees(middle: str, written: str, stop: StopReason, suffix: str) -> bool:
@@ -159,7 +169,8 @@ def agrees(middle: str, written: str, stop: StopReason, suffix: str) -> bool:
     verdict: the target wrote the middle (not a longer name: `amounts` for `amount`); what it writes after it is
     its own continuation, the code after the hole in view. Where the candidate writes nothing (lines or words
     taken out), the target must end the middle there, or go on with the code after the hole for AGAIN characters
-    (or to the end of the hole's line): it did not put back what was there."""
+    (or to the end of the hole's line): it did not put back what was there. Blank lines do not count there: the
+    target that writes the next class at once, where a blank line stands before it, went on with the code too."""
     if stop in (StopReason.CANCELLED, StopReason.ERROR) or not written.startswith(middle):
         return False
     rest = written[len(middle):]
@@ -167,6 +178,7 @@ def agrees(middle: str, written: str, stop: StopReason, suffix: str) -> bool:
         return not (rest and _word(middle[-1]) and _word(rest[0]))
     if not rest:   # it ended the middle at once, or the file ends there
         return stop == StopReason.EOG or (not suffix and stop == StopReason.STOP)
+    rest, suffix = rest[_blank_lines(rest):], suffix[_blank_lines(suffix):]
     same = len(os.path.commonprefix([rest, suffix]))
     return same > 0 and same >= after_middle(middle, suffix)
 

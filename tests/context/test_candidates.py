@@ -77,6 +77,32 @@ def test_deleted_lines_are_deleted_where_they_stand_again():
     assert (c.start, c.end, c.text) == (2, 3, "")
 
 
+def test_a_method_deleted_from_one_class_is_deleted_from_the_next_with_its_own_body():
+    before = ("class URL(Field):\n    def _validated(self, value):\n        if value is None:\n            return None\n"
+              "        return validate.URL(relative=self.relative)(value)\n\n    def other(self):\n        pass\n\n\n"
+              "class Email(Field):\n    def _validated(self, value):\n        if value is None:\n"
+              "            return None\n        return validate.Email()(value)\n\n\nclass Number(Field):\n    pass\n")
+    old_method = before[before.index("    def _validated"):before.index("    def other")]
+    text, recent = edit(before, before.replace(old_method, "", 1))
+    c = one(lines.find(text, recent, 1, "python"))
+    assert c.text == "" and c.old_text.startswith("    def _validated(self, value):\n")
+    assert "validate.Email()(value)" in c.old_text and "class" not in c.old_text
+    # a definition whose first line stands nowhere else, or lines that are not a whole definition: nothing
+    text, recent = edit(before, before.replace("    def other(self):\n        pass\n", "", 1))
+    assert lines.find(text, recent, 1, "python") == []
+    cut = "        if value is None:\n            return None\n"
+    text, recent = edit(before, before.replace(cut, "", 1))
+    assert [c.old_text for c in lines.find(text, recent, 1, "python")] == [cut]   # the same lines, not the method
+
+
+def test_a_go_method_deleted_goes_where_the_same_signature_stands_again():
+    before = ("func (a *A) Close() error {\n\treturn a.f.Close()\n}\n\nfunc (b *B) Open() {}\n\n"
+              "func (a *A) Close() error {\n\ta.done = true\n\treturn nil\n}\n")
+    text, recent = edit(before, before.replace("func (a *A) Close() error {\n\treturn a.f.Close()\n}\n\n", "", 1))
+    c = one(lines.find(text, recent, 0, "go"))
+    assert c.old_text.startswith("func (a *A) Close() error {\n\ta.done = true") and c.text == ""
+
+
 def test_a_brace_deleted_is_no_pattern():
     before = "if a {\n}\nif b {\n}\n"
     text, recent = edit(before, "if a {\nif b {\n}\n")
@@ -176,6 +202,16 @@ def test_a_method_whose_last_call_was_replaced_goes_with_its_blank_line():
     c = one(unused.find(text, recent, 2, "go"))
     assert (c.start, c.end, c.text) == (6, 10, "")
     assert c.old_text.startswith("func (c *Context) renderError") and c.old_text.endswith("}\n\n")
+
+
+def test_a_python_method_whose_last_call_was_replaced_goes_too():
+    # a method is indented: it is found from its first word, not from column 0 (its class's block)
+    before = ("class Schema:\n    def dump(self, obj):\n        return self._old_dump(obj)\n\n"
+              "    def _old_dump(self, obj):\n        return dict(obj)\n\n    def load(self, data):\n"
+              "        return data\n")
+    text, recent = edit(before, before.replace("self._old_dump(obj)", "dict(obj)"))
+    c = one(unused.find(text, recent, 2, "python"))
+    assert c.old_text == "    def _old_dump(self, obj):\n        return dict(obj)\n\n" and c.text == ""
 
 
 def test_a_variant_whose_last_use_went_goes_with_its_doc_comment():

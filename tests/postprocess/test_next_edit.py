@@ -94,13 +94,13 @@ def test_the_region_and_the_edit_count_lines_as_the_editor_does():
 
 
 def test_the_region_is_the_cursor_s_line_one_above_and_some_below():
-    assert region_lines(100, 10) == (9, 17)
-    assert region_lines(100, 0) == (0, 7)
+    assert region_lines(100, 10) == (9, 15)
+    assert region_lines(100, 0) == (0, 5)
     assert region_lines(12, 11) == (10, 12)          # at the end
     assert region_lines(1, 0) == (0, 1)
     doc = "".join(f"x{i} = {i}\n" for i in range(40))
     p = build_prompt(doc, 20, "", "a.py", "python")
-    assert (p.start, p.end) == (19, 27) and p.region == "".join(f"x{i} = {i}\n" for i in range(19, 27))
+    assert (p.start, p.end) == (19, 25) and p.region == "".join(f"x{i} = {i}\n" for i in range(19, 25))
     # four lines above the region are shown as context, not rewritten; the answer's fence is opened
     assert "```python\nx15 = 15\n" in p.text and "x18 = 18\n```" in p.text and "x14 = 14" not in p.text
     assert p.text.endswith("<|im_start|>assistant\n```python\n")

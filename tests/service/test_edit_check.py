@@ -6,7 +6,7 @@ import pytest
 
 from lsp_server.context.candidates import make
 from lsp_server.engine import StopReason
-from lsp_server.service.edit_check import agrees, holes
+from lsp_server.service.edit_check import after_middle, agrees, holes
 
 TEXT = "def f(total):\n    x = total + 1\n    return x\n"
 
@@ -70,7 +70,18 @@ def test_a_last_line_without_a_newline_keeps_none():
     ("", "y", StopReason.STOP, "x\n", False),                       # something where nothing was to be
     ("", "return", StopReason.STOP, "return total\n", False),       # not far enough along the code after it
     ("", "return tot", StopReason.STOP, "return total\n", True),
+    ("", "class Method(", StopReason.LENGTH, "\nclass Method(Field):\n", True),   # the blank line left out
+    ("", "\n\nclass Method(", StopReason.LENGTH, "\nclass Method(Field):\n", True),   # or one more written
+    ("", "    def", StopReason.LENGTH, "\nclass Method(Field):\n", False),   # the body goes on: not deleted
+    ("", "\n", StopReason.LENGTH, "\nclass Method(Field):\n", False),     # a blank line is not the code after it
     ("a", "a", StopReason.CANCELLED, "b", False),
 ])
 def test_agrees(middle, written, stop, suffix, want):
     assert agrees(middle, written, stop, suffix) is want
+
+
+@pytest.mark.parametrize("middle,suffix,want", [
+    ("x", " + 1\n", 1), ("", "return total\n", 8), ("", "x\n", 1), ("", "\n\nclass Method(Field):\n", 2 + 8),
+    ("", "  \n", 3), ("", "", 0)])
+def test_after_middle_reads_past_blank_lines(middle, suffix, want):
+    assert after_middle(middle, suffix) == want

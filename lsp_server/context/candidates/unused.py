@@ -37,7 +37,9 @@ def _function_lines(text: str, line: int, language: str) -> tuple[int, int] | No
     tree = parse(text, language)
     if tree is None:
         return None
-    node = tree.root_node.named_descendant_for_point_range((line, 0), (line, 0))
+    row = text.split("\n")[line]
+    col = len(row) - len(row.lstrip())   # at the definition's first word: column 0 of a method is its class's
+    node = tree.root_node.named_descendant_for_point_range((line, col), (line, col))
     while node is not None and node.type not in FUNCTIONS:
         node = node.parent
     if node is None or node.start_point[0] != line:
