@@ -170,7 +170,7 @@ def text_stop(req: GenerationRequest, text: str, before: int,
     """The text cut where the request says generation ends (a stop string, or the first line with text of a
     single-line request), and "stop" if it was cut; `before` is how much of the text was checked already.
     Shared by the local loop and the remote engine, which sees the same text arrive over HTTP."""
-    if req.expect is not None and (text.startswith(req.expect) or not req.expect.startswith(text)):
+    if req.expect is not None and expect_decided(req.expect, text):
         # the target wrote the answer it was to verify, or something else: either way the verdict is in
         return text, StopReason.STOP
     if req.settle and (cut := settled(req.settle, text)) is not None:
@@ -192,6 +192,26 @@ def text_stop(req: GenerationRequest, text: str, before: int,
 
 # lines of its region a rewrite writes again as they stand, after its change, before it is taken as done
 SETTLE_LINES = 2
+
+
+def skip_blank_lines(text: str) -> str:
+    """The text without its leading blank lines."""
+    at = 0
+    while (end := text.find("\n", at)) >= 0 and not text[at:end].strip():
+        at = end + 1
+    return text[at:]
+
+
+def expect_decided(expect: str, text: str) -> bool:
+    """Whether the output has written all of the expected answer, or left it. Leading blank lines do not count
+    where the answer has more than them: an output that writes the code after them at once, or one blank line
+    more, still follows it (the candidate's check reads the code, edit_check.agrees)."""
+    if text.startswith(expect) or expect.startswith(text):
+        return text.startswith(expect)
+    code, written = skip_blank_lines(expect), skip_blank_lines(text)
+    if not code or written == text and code == expect:
+        return True
+    return written.startswith(code) or not code.startswith(written)
 
 
 def settled(region: str, text: str, k: int = SETTLE_LINES) -> int | None:

@@ -20,6 +20,7 @@ from ..context import Document
 from ..context.candidates import MAX_CANDIDATES, Candidate, find
 from ..context.edits import Hunk, keep_lines
 from ..engine import GenerationRequest, StopReason
+from ..engine.speculative import skip_blank_lines
 from ..pipeline import CompletionRequest, Pipeline, Plan
 from ..postprocess.next_edit import Edit, breaks_syntax, undoes
 
@@ -146,20 +147,12 @@ def plan_checks(pipeline: Pipeline, place: CompletionRequest, cand: Candidate) -
 AGAIN = 8
 
 
-def _blank_lines(text: str) -> int:
-    """How many characters of `text` its leading blank lines take."""
-    at = 0
-    while (end := text.find("\n", at)) >= 0 and not text[at:end].strip():
-        at = end + 1
-    return at
-
-
 def after_middle(middle: str, suffix: str) -> int:
     """How much of the code after the hole a check reads after the middle (where it writes nothing: the blank lines
     after the hole, and then its first code)."""
     if middle:
         return min(1, len(suffix))
-    blank = _blank_lines(suffix)
+    blank = len(suffix) - len(skip_blank_lines(suffix))
     line = suffix[blank:suffix.find("\n", blank) + 1 or len(suffix)]
     return blank + min(AGAIN, len(line.rstrip("\n")) or 1, len(suffix) - blank)
 
@@ -178,7 +171,7 @@ def agrees(middle: str, written: str, stop: StopReason, suffix: str) -> bool:
         return not (rest and _word(middle[-1]) and _word(rest[0]))
     if not rest:   # it ended the middle at once, or the file ends there
         return stop == StopReason.EOG or (not suffix and stop == StopReason.STOP)
-    rest, suffix = rest[_blank_lines(rest):], suffix[_blank_lines(suffix):]
+    rest, suffix = skip_blank_lines(rest), skip_blank_lines(suffix)
     same = len(os.path.commonprefix([rest, suffix]))
     return same > 0 and same >= after_middle(middle, suffix)
 

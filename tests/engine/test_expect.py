@@ -1,11 +1,11 @@
 """An answer to verify (`GenerationRequest.expect`, a candidate next edit) and a rewrite that settles
 (`GenerationRequest.settle`): with the real models, a verified answer is drafted whole and comes back as the
 target's own greedy output, in one batch where the target agrees; the generation stops where the target leaves
-it. `settled` is checked on text alone."""
+it. `settled` and `expect_decided` are checked on text alone."""
 import pytest
 
 from lsp_server.engine import GenerationRequest, StopReason
-from lsp_server.engine.speculative import departure_gap, settled
+from lsp_server.engine.speculative import departure_gap, expect_decided, settled
 
 PROMPT = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return"
 
@@ -81,3 +81,20 @@ def test_a_rewrite_ends_where_it_leaves_its_region_unsure_and_writes_the_same_up
     assert whole.text.startswith(cut.text) and not region.startswith(cut.text)
     kept = engine.generate(req(gap - 1.0))     # sure enough: it writes on as without the gate
     assert kept.tokens == whole.tokens and kept.stop_reason == whole.stop_reason
+
+
+@pytest.mark.parametrize("expect,text,want", [
+    (" a * b\n", " a", False),                     # following it
+    (" a * b\n", " a * b\n", True),                # all of it written
+    (" a * b\n", " a + b", True),                   # left it
+    ("\nclass Nu", "\n", False),
+    ("\nclass Nu", "class", False),                 # the blank line left out, the code after it followed
+    ("\nclass Nu", "class Number", True),           # ... to its end
+    ("\nclass Nu", "\n\nclass N", False),           # one blank line more
+    ("\nclass Nu", "    def", True),                # something else
+    ("\nclass Nu", "classic", True),
+    ("\n", "x", True),                              # nothing but a blank line expected
+    ("x = 1", "\nx = 1", True),                      # no blank line expected: one written is a departure
+])
+def test_expect_decided(expect, text, want):
+    assert expect_decided(expect, text) is want

@@ -23,8 +23,8 @@ def report(orders):
 RENAMED = DOC.replace("    total = 0", "    amount = 0")
 
 
-def place(text: str, line: int) -> CompletionRequest:
-    return CompletionRequest(Document("orders.py", text, "python"), line, 0)
+def place(text: str, line: int, path: str = "orders.py") -> CompletionRequest:
+    return CompletionRequest(Document(path, text, "python"), line, 0)
 
 
 def test_the_repeat_of_a_rename_is_checked_by_the_target_and_proposed(pipeline):
@@ -57,3 +57,64 @@ def test_a_check_is_one_verify_batch(pipeline):
     (check,) = plan_checks(pipeline, place(RENAMED, 1), right)
     gen = pipeline.engine.generate(check.request)
     assert gen.text.startswith(check.hole.middle) and gen.steps == 1
+
+
+
+FIELDS = '''class URL(Field):
+    """A URL."""
+
+    def _validated(self, value):
+        if value is None:
+            return None
+        return validate.URL(relative=self.relative)(value)
+
+
+class Email(Field):
+    """An email address."""
+
+    def _validated(self, value):
+        if value is None:
+            return None
+        return validate.Email()(value)
+
+    def _serialize(self, value, attr, obj):
+        return str(value)
+
+
+class Number(Field):
+    """A number."""
+
+    def _format_num(self, value):
+        return float(value)
+'''
+
+
+def without_urls_override(text: str) -> tuple[str, EditHistory]:
+    cut = text.index("    def _validated(self, value):\n        if value is None:\n            return None\n"
+                     "        return validate.URL")
+    after = text[:cut].rstrip(" \n") + "\n\n\n" + text[text.index("class Email"):]
+    history = EditHistory(text)
+    history.record(after)
+    return after, history
+
+
+def test_a_method_taken_out_of_one_class_is_taken_out_of_the_next_where_the_target_agrees(pipeline):
+    # the override goes from URL: the same override in Email is the candidate, and the target, asked to fill the
+    # place where it stood, goes on with Email's next method
+    after, history = without_urls_override(FIELDS)
+    line = history.recent()[-1].start   # where the lines were taken out
+    p = predict(pipeline, place(after, line, "fields.py"), history.diff("fields.py"), history.recent(), "fields.py")
+    assert p.source == "delete" and p.dropped is None, (p.source, p.dropped, p.checks)
+    assert p.edit.text == "" and p.edit.old_text.startswith("    def _validated(self, value):\n")
+    assert "validate.Email()(value)" in p.edit.old_text and "_serialize" not in p.edit.old_text
+
+
+def test_a_method_taken_out_where_the_target_writes_something_else_is_not_proposed(pipeline):
+    # the override is Email's last method: where it stood, the target writes a class of its own before Number
+    text = FIELDS.replace("\n    def _serialize(self, value, attr, obj):\n        return str(value)\n", "")
+    after, history = without_urls_override(text)
+    p = predict(pipeline, place(after, history.recent()[-1].start, "fields.py"), history.diff("fields.py"),
+                history.recent(), "fields.py")
+    (verdict,) = p.checks
+    assert verdict.candidate.kind == "delete" and not verdict.agreed and verdict.written.strip()
+    assert p.edit is None and p.source == "candidates"

@@ -174,7 +174,7 @@ def test_a_doc_test_in_the_region_does_not_end_the_answer(engine, deterministic)
     text = RUST.replace("    let mut total = 0;", "    let mut amount = 0;")
     history.record(text)
     p = rewrite(engine, text, 7, history.diff("src/lib.rs"), history.recent(), "src/lib.rs", "rust",
-                above=12, min_margin=0.0, **UNLIMITED)
+                above=12, below=6, min_margin=0.0, **UNLIMITED)   # the region: the doc comment to the closing brace
     assert p.region == (0, 13) and "/// ```\npub fn summarize" in p.generation.text, p.generation.text
     assert p.edit == Edit(9, 12, "        amount += order.price;\n    }\n    amount\n",
                           "        total += order.price;\n    }\n    total\n")
