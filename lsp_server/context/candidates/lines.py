@@ -19,11 +19,15 @@ MAX_DEFINITION = 60  # lines of a definition taken out that still make one edit 
 SHAPE_WORDS = 2      # the shape of a line: its indentation and its first words
 
 
+def _indent(line: str) -> str:
+    return line[:len(line) - len(line.lstrip())]
+
+
 def shape(line: str) -> tuple[str, tuple[str, ...]] | None:
     words = tuple(WORD.findall(line)[:SHAPE_WORDS])
     if not words:
         return None
-    return line[:len(line) - len(line.lstrip())], words
+    return _indent(line), words
 
 
 def _solid(lines) -> bool:
@@ -63,8 +67,8 @@ def inserted(text: str, hunk: Hunk, cursor_line: int) -> Candidate | None:
     if not places:
         return None
     n = nearest_first(places, cursor_line)[0]
-    indent = lines[n][:len(lines[n]) - len(lines[n].lstrip())]
-    base = lines[after][:len(lines[after]) - len(lines[after].lstrip())]
+    indent = _indent(lines[n])
+    base = _indent(lines[after])
     new = [indent + line[len(base):] if line.startswith(base) else line for line in block]
     return make(text, n, n, "".join(line + "\n" for line in new), "insert")
 
@@ -87,10 +91,6 @@ def deleted(text: str, hunk: Hunk, cursor_line: int, language: str = "") -> Cand
     if hunk.old[-1].strip() == "" and end < len(lines) and not lines[end].strip():
         end += 1
     return make(text, n, end, "", "delete")
-
-
-def _indent(line: str) -> str:
-    return line[:len(line) - len(line.lstrip())]
 
 
 def definition_again(text: str, block: tuple[str, ...], cursor_line: int, language: str) -> Candidate | None:
