@@ -224,6 +224,25 @@ def test_a_variant_whose_last_use_went_goes_with_its_doc_comment():
     assert c.old_text == "    /// bravo.\n    Bravo,\n\n" and c.text == ""
 
 
+@pytest.mark.parametrize("language,public,private", [
+    ("java", "  public static Builder builder(Type type) {\n    return null;\n  }\n",
+     "  private static Builder builder(Type type) {\n    return null;\n  }\n"),
+    ("go", "func Builder(t int) int {\n\treturn t\n}\n", "func builder(t int) int {\n\treturn t\n}\n"),
+    ("rust", "pub fn builder(t: u8) -> u8 {\n    t\n}\n", "fn builder(t: u8) -> u8 {\n    t\n}\n"),
+    ("typescript", "export function builder(t: number) {\n  return t\n}\n",
+     "function builder(t: number) {\n  return t\n}\n"),
+    ("python", "def builder(t):\n    return t\n", "def _builder(t):\n    return t\n"),
+])
+def test_a_function_other_files_may_call_is_not_taken_out(language, public, private):
+    # its last use in this file gone is no sign it is unused: a public method of a Java class stays
+    for definition, found in ((public, False), (private, True)):
+        name = "Builder" if "Builder(t int)" in definition else "_builder" if "_builder" in definition else "builder"
+        before = f"{definition}\nx = {name}(1)\n"
+        text, recent = edit(before, before.replace(f"x = {name}(1)", "x = 1"))
+        got = unused.find(text, recent, len(text.split("\n")) - 2, language)
+        assert bool(got) == found, (language, definition)
+
+
 def test_a_name_still_used_elsewhere_is_not_taken_out():
     before = "def helper():\n    pass\n\nhelper()\nhelper()\n"
     text, recent = edit(before, "def helper():\n    pass\n\nother()\nhelper()\n")

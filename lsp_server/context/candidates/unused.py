@@ -1,7 +1,8 @@
 """A definition the user's change left unused: the change took out the last use of a name (a call replaced, a
 case dropped from a match), and the name now stands only where it is defined; the candidate takes that definition
 out too (a function or method with its body, or a one-line member such as an enum variant, each with its doc
-comment and the blank line that set it apart)."""
+comment and the blank line that set it apart). A function other files may call (public by its language's rule)
+is left alone: its last use in this file need not be its last use."""
 from __future__ import annotations
 
 import re
@@ -20,6 +21,27 @@ COMMENT = ("//", "#", "/*", "*", "--")
 # a member of a list that is a line of its own, its comma after it: `Name,`, `Name(Type),`, `NAME = 1,` (a line
 # without one is a statement: a local variable's last use gone is no sign the variable should go)
 MEMBER = re.compile(r"^\s*[A-Za-z_]\w*\s*(\([^()]*\)|=\s*[^,;]+)?\s*,\s*$")
+
+
+def _private(line: str, name: str, language: str) -> bool:
+    """Whether the function defined on `line` is private by its language's rule (Go's and Rust's unexported names
+    are seen in their package or module at most; Python's by convention, its leading underscore)."""
+    if language == "go":
+        return not name[0].isupper()
+    if language == "python":
+        return name.startswith("_") and not name.endswith("__")
+    if language == "rust":
+        return not re.search(r"\bpub\b", line)
+    if language in ("java", "kotlin", "csharp", "c_sharp", "scala"):
+        return bool(re.search(r"\bprivate\b", line))
+    if language in ("typescript", "tsx", "javascript"):
+        if re.search(r"\bexport\b", line):
+            return False
+        method = line[:1].isspace() and not re.search(r"\bfunction\b", line)
+        return not method or bool(re.search(r"\bprivate\b", line)) or f"#{name}" in line
+    if language in ("c", "cpp"):
+        return bool(re.search(r"\bstatic\b", line))
+    return False   # a language whose rule this does not know: the function may be called from elsewhere
 
 
 def _gone(recent: list[Hunk]) -> list[str]:
@@ -47,11 +69,13 @@ def _function_lines(text: str, line: int, language: str) -> tuple[int, int] | No
     return node.start_point[0], node.end_point[0] + 1
 
 
-def definition(text: str, line: int, language: str) -> tuple[int, int] | None:
+def definition(text: str, line: int, language: str, name: str | None = None) -> tuple[int, int] | None:
     """The lines of the definition on `line` with its doc comment and one blank line that set it apart, or None
-    where the line is no whole definition."""
+    where the line is no whole definition. Given the defined `name`, a function other files may call is None."""
     lines = keep_lines(text)
     span = _function_lines(text, line, language)
+    if span is not None and name is not None and not _private(lines[line], name, language):
+        return None
     if span is None:
         if not MEMBER.match(lines[line]):
             return None
@@ -71,7 +95,7 @@ def find(text: str, recent: list[Hunk], cursor_line: int, language: str) -> list
         at = uses(text, name, language)
         if len(at) != 1:
             continue   # still used (or never defined here): not left unused
-        span = definition(text, at[0], language)
+        span = definition(text, at[0], language, name)
         if span is not None:
             places.append(span)
     if not places:
