@@ -1,9 +1,12 @@
 """`tandem-eval gate-fit`: the confidence gate's weights and thresholds (lsp_server/service/gate.json) and the
-acceptance predictor's (predictor.json), fitted on what typing sessions showed with the gate off.
+acceptance predictor's (predictor.json), fitted on what typing sessions showed.
 
-Input: the JSON of `tandem-eval replay --real N --half tune --gate off` (one or more runs). Every suggestion seen
-there (at a line start, or in time between keys) that the server scored carries the gate's features in its
-accept command; the typist recorded how much of it was taken (`took`: whole lines exactly right). The fit:
+Input: the JSON of `tandem-eval replay --real N --half tune --gate off|both` (one or more runs). Every suggestion
+seen there (at a line start, or in time between keys) that the server scored carries the gate's features in its
+accept command; the typist recorded how much of it was taken (`took`: whole lines exactly right). Runs with the
+gate off give every answer; runs with it on add the answers a gated server judges, which are more and later ones
+(the predictor's skips free the model thread, so more answers arrive between keys); what the gate held back there
+was not shown and is not an example. The fit:
 
 1. a logistic model of "its first line was taken" over the features (Newton's method, a little L2);
 2. for each level, the least score shown: the threshold that maximises, over the suggestions seen, the
