@@ -40,23 +40,49 @@ L2 = 0.1
 
 
 def examples(runs: list[dict]) -> list[dict]:
-    """Every scored suggestion seen: {language, mode, features, took, got, line_lows}."""
+    """Every scored suggestion seen: {language, mode, features, took, got, line_lows, reshown}. The rest of an
+    answer shown again from the typing cache, as the typist typed along it, is a suggestion shown too (wrong
+    where its line was): the server reports the verdict on the answer it is the rest of, so it is an example of
+    its own. From a server that did not, `reshown` counts these for the answer they were the rest of."""
     out = []
     for r in runs:
         if r.get("half") not in (None, "tune"):
             raise ValueError(f"a run of the {r.get('half')} half: fit on the tune half only")
         for s in r["sessions"]:
             lang = s["body"]["language"]
-            for seen in s["tally"]["line_start_seen"] + s["tally"]["in_time_seen"]:
+            seen_all = s["tally"]["line_start_seen"] + s["tally"]["in_time_seen"]
+            mine = []
+            for seen in seen_all:
                 conf = seen.get("confidence") or {}
                 f = conf.get("features")
                 if not f or not seen.get("got"):
                     continue
-                out.append({"language": lang, "mode": "mid" if f.get("mid") else "line", "features": f,
-                            "took": int(seen.get("took") or 0), "got": seen["got"],
-                            "line_lows": conf.get("line_lows") or [],
-                            "asked": (seen.get("asked") or {}).get("features")})
+                mine.append({"language": lang, "mode": "mid" if f.get("mid") else "line", "features": f,
+                             "took": int(seen.get("took") or 0), "got": seen["got"], "want": seen.get("want", ""),
+                             "line_lows": conf.get("line_lows") or [], "reshown": 0,
+                             "asked": (seen.get("asked") or {}).get("features")})
+            for seen in seen_all:   # (a server that reports the verdict with a cache answer made it an example)
+                if seen.get("got") and seen.get("source") == "cache" and not (seen.get("confidence") or {}).get(
+                        "features"):
+                    e = reshown_of(seen, mine)
+                    if e is not None:
+                        e["reshown"] += 1
+            out += mine
     return out
+
+
+def reshown_of(seen: dict, scored: list[dict]) -> dict | None:
+    """The scored suggestion whose rest a cache answer showed (its text ends with the answer's, and the line the
+    typist was to type then ends with the line wanted now), the shortest such; None where none was seen (an
+    answer that came too late to be seen, stored in the cache all the same)."""
+    got, want = seen["got"], seen.get("want", "")
+    match = [e for e in scored if len(e["got"]) > len(got) and e["got"].endswith(got) and e["want"].endswith(want)]
+    return min(match, key=lambda e: len(e["got"])) if match else None
+
+
+def wrong_count(e: dict) -> int:
+    """The wrong suggestions a scored one counts for where it is shown: itself and its rest shown again."""
+    return 0 if e["took"] else 1 + e.get("reshown", 0)
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = L2, steps: int = 50) -> np.ndarray:
@@ -76,13 +102,16 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = L2, steps: int = 50) 
     return w
 
 
-def best_threshold(scores: list[float], took: list[int], cost: float) -> tuple[float, float]:
-    """The least score shown that maximises taken characters minus `cost` per wrong one shown; (threshold, gain)."""
-    pairs = sorted(zip(scores, took))
-    best_t, best = 0.0, sum(t if t else -cost for _, t in pairs)
+def best_threshold(scores: list[float], took: list[int], cost: float,
+                   wrong: list[int] | None = None) -> tuple[float, float]:
+    """The least score shown that maximises taken characters minus `cost` per wrong one shown (`wrong`: how many
+    each counts for, 1 each by default); (threshold, gain)."""
+    wrong = wrong if wrong is not None else [0 if t else 1 for t in took]
+    pairs = sorted(zip(scores, took, wrong))
+    best_t, best = 0.0, sum(t - cost * n for _, t, n in pairs)
     total = best
-    for i, (s, t) in enumerate(pairs):   # raise the threshold past pairs[i]
-        total -= t if t else -cost
+    for i, (s, t, n) in enumerate(pairs):   # raise the threshold past pairs[i]
+        total -= t - cost * n
         nxt = pairs[i + 1][0] if i + 1 < len(pairs) else s + 1e-3
         if total > best and nxt > s:
             best_t, best = (s + nxt) / 2, total
@@ -116,30 +145,33 @@ def fit(runs: list[dict], min_cell: int = MIN_CELL) -> tuple[dict, dict, dict]:
     w = fit_logistic(x, y)
     scores = list(1 / (1 + np.exp(-np.clip(np.hstack([np.ones((len(x), 1)), x]) @ w, -30, 30))))
     took = [e["took"] for e in ex]
+    wrong = [wrong_count(e) for e in ex]
     thresholds, report = {}, {"examples": len(ex), "taken": int(y.sum()), "cells": {}}
+
+    def best(idx: list[int], cost: float) -> float:
+        return round(best_threshold([scores[i] for i in idx], [took[i] for i in idx], cost,
+                                    [wrong[i] for i in idx])[0], 4)
+
     for level, cost in COSTS.items():
-        t_all, _ = best_threshold(scores, took, cost)
-        chosen = {"*": round(t_all, 4)}
+        chosen = {"*": best(list(range(len(ex))), cost)}
         for mode in ("line", "mid"):
             idx = [i for i, e in enumerate(ex) if e["mode"] == mode]
             if len(idx) >= min_cell:
-                chosen[f"*/{mode}"] = round(best_threshold([scores[i] for i in idx], [took[i] for i in idx],
-                                                           cost)[0], 4)
+                chosen[f"*/{mode}"] = best(idx, cost)
             for lang in sorted({ex[i]["language"] for i in idx}):
                 cell = [i for i in idx if ex[i]["language"] == lang]
                 report["cells"][f"{lang}/{mode}"] = len(cell)
                 if len(cell) >= min_cell:
-                    chosen[f"{lang}/{mode}"] = round(best_threshold([scores[i] for i in cell],
-                                                                    [took[i] for i in cell], cost)[0], 4)
+                    chosen[f"{lang}/{mode}"] = best(cell, cost)
         thresholds[level] = chosen
     weights = {"bias": round(float(w[0]), 4), "weights": {k: round(float(v), 4) for k, v in zip(FEATURES, w[1:])},
                "thresholds": thresholds,
                "cut_margin": {level: best_cut(ex, cost) for level, cost in COSTS.items()}}
     for level in COSTS:   # what each level keeps of the examples it was fitted on
         kept = [i for i, s in enumerate(scores) if s >= _threshold(weights, level, ex[i])]
-        report[level] = {"shown": len(kept), "wrong": sum(1 for i in kept if not took[i]),
+        report[level] = {"shown": len(kept), "wrong": sum(wrong[i] for i in kept),
                          "taken_chars": sum(took[i] for i in kept)}
-    report["eager"] = {"shown": len(ex), "wrong": int(len(ex) - y.sum()), "taken_chars": sum(took)}
+    report["eager"] = {"shown": len(ex), "wrong": sum(wrong), "taken_chars": sum(took)}
     predictor = fit_predictor(ex, report, weights, scores)
     return weights, report, predictor
 
@@ -157,7 +189,7 @@ def fit_predictor(ex: list[dict], report: dict, gate: dict, scores: list[float])
     for level, cost in COSTS.items():
         # the gate's verdict stays: a skip changes only what the gate would have shown
         shown = [scores[i] >= _threshold(gate, level, ex[i]) for i in use]
-        value = [(ex[i]["took"] if ex[i]["took"] else -cost) if s else 0.0 for i, s in zip(use, shown)]
+        value = [ex[i]["took"] - cost * wrong_count(ex[i]) if s else 0.0 for i, s in zip(use, shown)]
         best_t, best = 0.0, sum(value)
         for t in sorted(set(np.round(probs, 4))):
             total = sum(v for v, p in zip(value, probs) if p >= t)
@@ -167,7 +199,7 @@ def fit_predictor(ex: list[dict], report: dict, gate: dict, scores: list[float])
         kept = [k for k, p in enumerate(probs) if p >= best_t]
         report[f"predictor_{level}"] = {"asked": len(kept), "of": len(use),
                                         "shown": sum(1 for k in kept if shown[k]),
-                                        "wrong": sum(1 for k in kept if shown[k] and not ex[use[k]]["took"]),
+                                        "wrong": sum(wrong_count(ex[use[k]]) for k in kept if shown[k]),
                                         "taken_chars": sum(ex[use[k]]["took"] for k in kept if shown[k])}
     return {"bias": round(float(w[0]), 4), "weights": {k: round(float(v), 4) for k, v in zip(ASKED, w[1:])},
             "thresholds": thresholds}

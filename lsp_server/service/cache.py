@@ -1,7 +1,8 @@
 """Completions already shown, keyed by the text before the cursor: typing the characters of a shown
 suggestion is answered with the rest of it, without the model. An empty entry (`done`) says that at exactly
 this text nothing is to be suggested: the model ended its text there (its end of the middle, or the code
-below again).
+below again). Each entry keeps the gate's verdict on the answer it holds (gate.Verdict.explained), which a hit
+reports with the rest it shows.
 Bounded per document and in total."""
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ class Entry:
     prefix_hash: int
     suffix_hash: int
     text: str
+    confidence: dict | None = None
 
 
 class TypingCache:
@@ -26,11 +28,12 @@ class TypingCache:
         self._docs: OrderedDict[str, list[Entry]] = OrderedDict()
         self.hits = self.lookups = 0
 
-    def store(self, uri: str, prefix: str, suffix: str, text: str, done: bool = False) -> None:
+    def store(self, uri: str, prefix: str, suffix: str, text: str, done: bool = False,
+              confidence: dict | None = None) -> None:
         if not text and not done:
             return
         entries = self._docs.setdefault(uri, [])
-        entries.insert(0, Entry(len(prefix), hash(prefix), hash(suffix), text))
+        entries.insert(0, Entry(len(prefix), hash(prefix), hash(suffix), text, confidence))
         del entries[self.per_document:]
         self._docs.move_to_end(uri)
         while sum(len(v) for v in self._docs.values()) > self.total:
@@ -38,6 +41,12 @@ class TypingCache:
 
     def lookup(self, uri: str, prefix: str, suffix: str, count: bool = True) -> str | None:
         """The rest of a stored completion whose start the user has typed since, or None."""
+        found = self.hit(uri, prefix, suffix, count)
+        return None if found is None else found[0]
+
+    def hit(self, uri: str, prefix: str, suffix: str, count: bool = True) -> tuple[str, dict | None] | None:
+        """The rest of a stored completion whose start the user has typed since, with the gate's verdict on that
+        completion; or None."""
         self.lookups += count
         suffix_hash = hash(suffix)
         for e in self._docs.get(uri, ()):
@@ -51,7 +60,7 @@ class TypingCache:
                 continue
             if hash(prefix[:e.prefix_len]) == e.prefix_hash:
                 self.hits += count
-                return e.text[len(typed):]
+                return e.text[len(typed):], e.confidence
         return None
 
     def forget(self, uri: str) -> None:

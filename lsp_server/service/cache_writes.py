@@ -15,6 +15,7 @@ class CacheWrite:
     text: str
     done: bool = False        # nothing is to come at this place (the cache answers "" there)
     continued: bool = False   # the next line of a one-line generation that went on past its line
+    confidence: dict | None = None   # the gate's verdict on `text` (gate.Gate.writes)
 
 
 def cache_writes(plan: Plan, gen: Generation) -> list[CacheWrite]:

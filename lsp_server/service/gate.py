@@ -224,5 +224,5 @@ class Gate:
             at = len(w.prefix) - prefix_len
             v = judge(w.text, sure, at, replace(around, prefix=w.prefix), self.level())
             if v.text:
-                out.append(replace(w, text=v.text))
+                out.append(replace(w, text=v.text, confidence=v.explained() if v.score is not None else None))
         return out

@@ -165,7 +165,7 @@ class CompletionService:
             return self._done(t0, Answer("", Source.SKIPPED, why=plan.mode.why), lang)
         # the window's own cache first: the text around the cursor is the same whichever prompt would be chosen
         # below, and choosing asks the engine what it holds (a round trip when the engine is shared)
-        hit = self.cache.lookup(uri, plan.prefix, plan.suffix)
+        hit, judged = self.cache.hit(uri, plan.prefix, plan.suffix) or (None, None)
         if hit is not None and (hit == "" or not self._running_has_more(uri, plan, hit)) and not superseded.done():
             # the fill that this request pre-empted goes on only as far as this prompt agrees with it
             self.filler.share(plan.prompt.tokens)
@@ -173,7 +173,7 @@ class CompletionService:
                 return self._done(t0, Answer("", Source.CACHE, plan.mode.multiline, why="the code below follows"),
                                   lang)
             self.offers.asked_again(uri, req, hit)
-            return self._done(t0, Answer(hit, Source.CACHE, plan.mode.multiline), lang)
+            return self._done(t0, Answer(hit, Source.CACHE, plan.mode.multiline, confidence=judged), lang)
         # a place where a suggestion is unlikely to be taken is not asked of the model (predictor.py), unless a
         # generation running for it already is
         pred = predict(plan.prefix, plan.suffix, self.outcomes.recent(uri), typing, s.suggestions, req.force)
@@ -219,7 +219,8 @@ class CompletionService:
             verdict = self.gate.shown(text, job.sureness(gen), len(typed), around)
             text = verdict.text
             # nothing shown: the same generation would say the same at this place again
-            self.cache.store(uri, plan.prefix, plan.suffix, text, done=verdict.gated is Gated.UNSURE)
+            judged = verdict.explained() if verdict.score is not None else None
+            self.cache.store(uri, plan.prefix, plan.suffix, text, done=verdict.gated is Gated.UNSURE, confidence=judged)
             self._prefetch_after(uri, plan, text, gen)
             self.offers.shown(uri, plan, job.plan, text)
             if early:
@@ -228,7 +229,7 @@ class CompletionService:
             log.debug("answered (%s) after %.2fs: queue %.2fs, prompt %s", source, time.perf_counter() - t0,
                       job.queue_s, job.prompt_info)
             ans = Answer(text, source, plan.mode.multiline, why="unsure" if verdict.gated is Gated.UNSURE else "",
-                         confidence=verdict.explained() if verdict.score is not None else None, asked=asked)
+                         confidence=judged, asked=asked)
             return self._done(t0, ans, lang, job if job is not reuse else None)
         raise AssertionError("unreachable: the second attempt never reuses")
 
@@ -317,7 +318,7 @@ class CompletionService:
         writes = await self.model.on_context(cache_writes, job.plan, gen)
         writes = self.gate.writes(writes, job.plan.around, len(job.plan.prefix), job.sureness(gen))
         for w in writes:
-            self.cache.store(job.uri, w.prefix, w.suffix, w.text, done=w.done)
+            self.cache.store(job.uri, w.prefix, w.suffix, w.text, done=w.done, confidence=w.confidence)
             self.stats.continued += w.continued
         self.offers.finished(job.uri, job, self.cache)
 
@@ -384,7 +385,7 @@ class CompletionService:
         if not self.offers.judge(shown, text):
             return False
         # into the cache before the client is told (every finished generation is stored too, later)
-        self.cache.store(uri, plan.prefix, plan.suffix, text)
+        self.cache.store(uri, plan.prefix, plan.suffix, text, confidence=writes[0].confidence if writes else None)
         self.offers.offer(uri, shown, text)
         return True
 

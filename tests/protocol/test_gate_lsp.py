@@ -85,6 +85,8 @@ async def test_a_suggestion_typed_over_or_dismissed_is_counted(client: LanguageC
             text="")]))
     again = await ask(client, uri, 1, 4)
     assert again is not None and again.insert_text == item.insert_text
+    # from the cache, with the verdict on the answer it holds (what the lab fits the gate on)
+    assert again.command.arguments[0]["confidence"] == item.command.arguments[0]["confidence"]
     client.protocol.notify("tandem/didDismiss", {"uri": uri})
     assert (await stats(client))["suggestions"]["dismissed"] == before + 2
     client.protocol.notify("tandem/didDismiss", {"uri": uri})   # nothing shown now: not counted again

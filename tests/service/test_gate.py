@@ -171,6 +171,8 @@ async def test_typing_through_shows_only_what_the_gate_let_through(weights):
     through = await svc.complete(URI, request(typed, 1, 10))
     assert (through.text, through.source) == ("* h", "cache")
     assert svc.summary()["suggestions"]["gated"] == {"cut": 1}
+    # the rest shown from the cache carries the verdict on the answer it is the rest of
+    assert through.confidence == got.confidence and through.confidence["gated"] == "cut"
 
 
 @pytest.mark.asyncio

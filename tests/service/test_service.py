@@ -18,6 +18,15 @@ def test_typing_through_serves_the_rest():
     assert (c.hits, c.lookups) == (2, 6)
 
 
+def test_a_hit_reports_the_gate_s_verdict_on_the_answer_it_is_the_rest_of():
+    c = TypingCache()
+    verdict = {"score": 0.4, "features": {"low": 1.0}}
+    c.store("a", "x = ", "\n", "compute(1, 2)", confidence=verdict)
+    c.store("a", "y = ", "\n", "2")
+    assert c.hit("a", "x = comp", "\n") == ("ute(1, 2)", verdict)
+    assert c.hit("a", "y = ", "\n") == ("2", None) and c.hit("a", "z", "\n") is None
+
+
 def test_a_done_entry_says_nothing_is_to_come_at_exactly_its_place():
     # the model's text ended by writing the code below again: after accepting it, the next suggestion is none
     c = TypingCache()
