@@ -34,7 +34,7 @@ from lsp_server.service.gate import Suggestions, Weights
 
 FEATURES = ("low", "mean", "first", "tokens", "lines", "mid")
 ASKED = ("mid", "after_opener", "word", "open", "space", "length", "rest", "comment", "taken", "typing")
-COSTS = {"balanced": 2.0, "quiet": 10.0}
+COSTS = {"balanced": 0.5, "quiet": 3.0}
 MIN_CELL = 60
 L2 = 0.1
 
@@ -164,6 +164,9 @@ def fit(runs: list[dict], min_cell: int = MIN_CELL) -> tuple[dict, dict, dict]:
                 if len(cell) >= min_cell:
                     chosen[f"{lang}/{mode}"] = best(cell, cost)
         thresholds[level] = chosen
+    # quiet never shows what balanced holds back: each of its thresholds at least balanced's for the same cell
+    for key in set(thresholds["quiet"]) | set(thresholds["balanced"]):
+        thresholds["quiet"][key] = max(_resolve(thresholds["quiet"], key), _resolve(thresholds["balanced"], key))
     weights = {"bias": round(float(w[0]), 4), "weights": {k: round(float(v), 4) for k, v in zip(FEATURES, w[1:])},
                "thresholds": thresholds,
                "cut_margin": {level: best_cut(ex, cost) for level, cost in COSTS.items()}}
@@ -203,6 +206,16 @@ def fit_predictor(ex: list[dict], report: dict, gate: dict, scores: list[float])
                                         "taken_chars": sum(ex[use[k]]["took"] for k in kept if shown[k])}
     return {"bias": round(float(w[0]), 4), "weights": {k: round(float(v), 4) for k, v in zip(ASKED, w[1:])},
             "thresholds": thresholds}
+
+
+def _resolve(thresholds: dict, key: str) -> float:
+    """The threshold a level's table gives the cell `key` ("language/mode", "*/mode" or "*"), as the server looks
+    it up (its cell, its mode, or all)."""
+    mode = key.partition("/")[2]
+    for k in (key, f"*/{mode}" if mode else "*", "*"):
+        if k in thresholds:
+            return thresholds[k]
+    return 0.0
 
 
 def _threshold(weights: dict, level: str, e: dict) -> float:
