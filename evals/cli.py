@@ -225,9 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     n.set_defaults(func=cmd_next_edit, stats="")
 
     f = sub.add_parser("gate-fit", help="fit the confidence gate and the predictor (lsp_server/service/gate.json, "
-                                        "predictor.json) on typing "
-                                        "sessions of the tune half with the gate off (replay --real N --half tune "
-                                        "--gate off --json ...)")
+                                        "predictor.json) on typing sessions of the tune half (replay --real N "
+                                        "--half tune --gate off|both --json ...)")
     f.add_argument("runs", nargs="+", help="the replays' JSON files")
     f.add_argument("--write", metavar="DIR", help="write gate.json and predictor.json into this folder (the "
                                                   "package's: lsp_server/service)")

@@ -10,9 +10,10 @@ was not shown and is not an example. The fit:
 
 1. a logistic model of "its first line was taken" over the features (Newton's method, a little L2);
 2. for each level, the least score shown: the threshold that maximises, over the suggestions seen, the
-   characters taken minus `cost` characters for each wrong one shown (balanced 2, quiet 10: a wrong suggestion
-   is read, then typed over). Per language and mode where that cell has at least `MIN_CELL` examples, else per
-   mode, else one for all;
+   characters taken minus `cost` characters for each wrong one shown (balanced 0.5, quiet 3: a wrong suggestion
+   is read, then typed over, and its rest is shown again at each key typed along it). Per language and mode
+   where that cell has at least `MIN_CELL` examples, else per mode, else one for all; quiet's never below
+   balanced's;
 3. for each level, the margin below which a later line ends what is shown: the one that maximises the
    characters of taken lines kept minus `cost / 4` for each untaken later line kept;
 4. the predictor (features known before generation, which the server reports in the accept command as
