@@ -165,9 +165,7 @@ def fit(runs: list[dict], min_cell: int = MIN_CELL) -> tuple[dict, dict, dict]:
                 if len(cell) >= min_cell:
                     chosen[f"{lang}/{mode}"] = best(cell, cost)
         thresholds[level] = chosen
-    # quiet never shows what balanced holds back: each of its thresholds at least balanced's for the same cell
-    for key in set(thresholds["quiet"]) | set(thresholds["balanced"]):
-        thresholds["quiet"][key] = max(_resolve(thresholds["quiet"], key), _resolve(thresholds["balanced"], key))
+    thresholds["quiet"] = quiet_not_below_balanced(thresholds)
     weights = {"bias": round(float(w[0]), 4), "weights": {k: round(float(v), 4) for k, v in zip(FEATURES, w[1:])},
                "thresholds": thresholds,
                "cut_margin": {level: best_cut(ex, cost) for level, cost in COSTS.items()}}
@@ -209,14 +207,16 @@ def fit_predictor(ex: list[dict], report: dict, gate: dict, scores: list[float])
             "thresholds": thresholds}
 
 
-def _resolve(thresholds: dict, key: str) -> float:
-    """The threshold a level's table gives the cell `key` ("language/mode", "*/mode" or "*"), as the server looks
-    it up (its cell, its mode, or all)."""
-    mode = key.partition("/")[2]
-    for k in (key, f"*/{mode}" if mode else "*", "*"):
-        if k in thresholds:
-            return thresholds[k]
-    return 0.0
+def quiet_not_below_balanced(thresholds: dict) -> dict:
+    """Quiet's thresholds, each at least balanced's for the same cell (as the server looks a cell up: its own, its
+    mode's, or all), so quiet never shows what balanced holds back."""
+    table = Weights(0.0, {}, thresholds, {})
+    out = {}
+    for key in set(thresholds["quiet"]) | set(thresholds["balanced"]):
+        lang, _, mode = key.partition("/")
+        out[key] = max(table.threshold(Suggestions.QUIET, lang, mode) or 0.0,
+                       table.threshold(Suggestions.BALANCED, lang, mode) or 0.0)
+    return out
 
 
 def _threshold(weights: dict, level: str, e: dict) -> float:

@@ -149,6 +149,10 @@ class Verdict:
             out["line_lows"] = [round(v, 2) for v in self.line_lows]
         return out
 
+    def reported(self) -> dict | None:
+        """What an answer carries of its verdict: `explained`, or None where it was not scored."""
+        return self.explained() if self.score is not None else None
+
 
 def _later_lines(text: str, sure: Sureness, at: int) -> list[tuple[int, float]]:
     """Each line of `text` after its first line with code that is not blank: where it starts (the index of the
@@ -224,5 +228,5 @@ class Gate:
             at = len(w.prefix) - prefix_len
             v = judge(w.text, sure, at, replace(around, prefix=w.prefix), self.level())
             if v.text:
-                out.append(replace(w, text=v.text, confidence=v.explained() if v.score is not None else None))
+                out.append(replace(w, text=v.text, confidence=v.reported()))
         return out

@@ -219,7 +219,7 @@ class CompletionService:
             verdict = self.gate.shown(text, job.sureness(gen), len(typed), around)
             text = verdict.text
             # nothing shown: the same generation would say the same at this place again
-            judged = verdict.explained() if verdict.score is not None else None
+            judged = verdict.reported()
             self.cache.store(uri, plan.prefix, plan.suffix, text, done=verdict.gated is Gated.UNSURE, confidence=judged)
             self._prefetch_after(uri, plan, text, gen)
             self.offers.shown(uri, plan, job.plan, text)

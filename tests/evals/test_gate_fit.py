@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evals.real.gate_fit import best_threshold, examples, wrong_count
+from evals.real.gate_fit import best_threshold, examples, quiet_not_below_balanced, wrong_count
 
 F = {"low": 1.0, "mean": 1.0, "first": 1.0, "tokens": 1.0, "lines": 0.0, "mid": 1.0}
 
@@ -47,3 +47,13 @@ def test_a_wrong_answer_shown_again_raises_the_threshold():
     # shown again at ten more keys, it costs more: the threshold goes above it, below the other taken ones
     t, _ = best_threshold(scores, took, 2.0, [0, 11, 0, 0])
     assert 0.2 < t < 0.4
+
+
+def test_quiet_is_never_below_balanced_in_any_cell():
+    fitted = {"balanced": {"*": 0.1, "*/mid": 0.3, "python/line": 0.5},
+              "quiet": {"*": 0.2, "python/mid": 0.25, "go/line": 0.05}}
+    quiet = quiet_not_below_balanced(fitted)
+    # a cell of its own raised to balanced's mode (python/mid: 0.3), one balanced has alone taken over
+    # (python/line), one below balanced's all raised to it (go/line), the rest as fitted
+    assert quiet == {"*": 0.2, "*/mid": 0.3, "python/mid": 0.3, "python/line": 0.5, "go/line": 0.1}
+    assert fitted["quiet"] == {"*": 0.2, "python/mid": 0.25, "go/line": 0.05}   # the table it read is unchanged
